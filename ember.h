@@ -1,0 +1,7 @@
+// Ember's public header: include this one file to use the library.
+#pragma once
+
+#include "ember_config.h"
+#include "kernels/base/parallel.h"
+#include "tensor/ops.h"
+#include "tensor/tensor.h"

@@ -1,0 +1,217 @@
+// CPU elementwise kernels. Each body gets runs along the innermost dimension and
+// picks a contiguous loop (which the compiler vectorizes) when every stride is the
+// element size, a broadcast-scalar loop when one input has stride 0, and a plain
+// strided loop otherwise. Half types load to float, compute, and round on store.
+#include "kernels/cpu/elementwise.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/base/dispatch.h"
+#include "kernels/base/philox.h"
+#include "kernels/cpu/functors.h"
+#include "kernels/cpu/loop.h"
+
+namespace ember::cpu {
+namespace {
+
+template <class T, class F>
+void unary_loop(const StridedLoop& L, F f) {
+  using A = acc_t<T>;
+  strided_for<2>(L, [&](char* const* p, const int64_t* s, int64_t n) {
+    T* out = reinterpret_cast<T*>(p[0]);
+    const T* in = reinterpret_cast<const T*>(p[1]);
+    if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<A>(in[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        const T x = *reinterpret_cast<const T*>(p[1] + i * s[1]);
+        *reinterpret_cast<T*>(p[0] + i * s[0]) = static_cast<T>(f(static_cast<A>(x)));
+      }
+    }
+  });
+}
+
+template <class T, class F>
+void binary_loop(const StridedLoop& L, F f) {
+  using A = acc_t<T>;
+  using R = decltype(f(A{}, A{}));
+  using Out = std::conditional_t<std::is_same_v<R, bool>, bool, T>;
+  constexpr int64_t so = sizeof(Out), st = sizeof(T);
+  strided_for<3>(L, [&](char* const* p, const int64_t* s, int64_t n) {
+    Out* out = reinterpret_cast<Out*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    const T* b = reinterpret_cast<const T*>(p[2]);
+    if (s[0] == so && s[1] == st && s[2] == st) {
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<A>(a[i]), static_cast<A>(b[i])));
+    } else if (s[0] == so && s[1] == st && s[2] == 0) {
+      const A bv = static_cast<A>(b[0]);
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<A>(a[i]), bv));
+    } else if (s[0] == so && s[1] == 0 && s[2] == st) {
+      const A av = static_cast<A>(a[0]);
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(av, static_cast<A>(b[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        const A x = static_cast<A>(*reinterpret_cast<const T*>(p[1] + i * s[1]));
+        const A y = static_cast<A>(*reinterpret_cast<const T*>(p[2] + i * s[2]));
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) = static_cast<Out>(f(x, y));
+      }
+    }
+  });
+}
+
+// Conversion between any two dtypes. Going through the compute types keeps the half
+// conversions in one place (half.h); bool is "nonzero" in both directions.
+template <class D, class S>
+inline D convert(S x) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return static_cast<acc_t<S>>(x) != acc_t<S>(0);
+  } else if constexpr (is_half_v<D> || is_half_v<S>) {
+    return static_cast<D>(static_cast<float>(static_cast<acc_t<S>>(x)));
+  } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
+    // Out-of-range float -> int is undefined behaviour in C++; saturate NaN to 0 and
+    // clamp, which gives a defined (and sanitizer-clean) result.
+    if (std::isnan(x)) return 0;
+    const double v = static_cast<double>(x);
+    constexpr double lo = static_cast<double>(std::numeric_limits<D>::lowest());
+    constexpr double hi = static_cast<double>(std::numeric_limits<D>::max());
+    if (v <= lo) return std::numeric_limits<D>::lowest();
+    if (v >= hi) return std::numeric_limits<D>::max();
+    return static_cast<D>(x);
+  } else {
+    return static_cast<D>(x);
+  }
+}
+
+template <class D, class S>
+void copy_loop(const StridedLoop& L) {
+  strided_for<2>(L, [&](char* const* p, const int64_t* s, int64_t n) {
+    if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
+      D* out = reinterpret_cast<D*>(p[0]);
+      const S* in = reinterpret_cast<const S*>(p[1]);
+      if constexpr (std::is_same_v<D, S>) {
+        std::memcpy(out, in, n * sizeof(D));
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = convert<D>(in[i]);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<D*>(p[0] + i * s[0]) = convert<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
+    }
+  });
+}
+
+template <class Body>
+void parallel_range(int64_t n, Body&& body) {
+  if (n < kParallelGrain || omp_get_max_threads() <= 1) {
+    body(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t b = n * t / nt, e = n * (t + 1) / nt;
+    if (b < e) body(b, e);
+  }
+}
+
+}  // namespace
+
+void unary(UnaryOp op, DType dt, const StridedLoop& loop) {
+  dispatch(dt, [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      return;  // the front-end rejects bool for every unary op
+    } else {
+      switch (op) {
+#define EMBER_X(name, kind) case UnaryOp::name: unary_loop<T>(loop, functors::name{}); return;
+        EMBER_UNARY_OPS(EMBER_X)
+#undef EMBER_X
+      }
+    }
+  });
+}
+
+void binary(BinaryOp op, DType dt, const StridedLoop& loop) {
+  dispatch(dt, [&]<class T>() {
+    switch (op) {
+#define EMBER_X(name, kind) case BinaryOp::name: binary_loop<T>(loop, functors::name{}); return;
+      EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
+    }
+  });
+}
+
+void where(DType dt, const StridedLoop& loop) {
+  dispatch(dt, [&]<class T>() {
+    strided_for<4>(loop, [&](char* const* p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        const bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
+        *reinterpret_cast<T*>(p[0] + i * s[0]) =
+            *reinterpret_cast<const T*>((c ? p[2] + i * s[2] : p[3] + i * s[3]));
+      }
+    });
+  });
+}
+
+void copy(DType dst, DType src, const StridedLoop& loop) {
+  dispatch(dst, [&]<class D>() { dispatch(src, [&]<class S>() { copy_loop<D, S>(loop); }); });
+}
+
+void fill(DType dt, void* data, int64_t numel, double fvalue, int64_t ivalue) {
+  dispatch(dt, [&]<class T>() {
+    T v;
+    if constexpr (is_floating_v<T>) v = static_cast<T>(fvalue);
+    else v = static_cast<T>(ivalue);
+    T* p = static_cast<T*>(data);
+    parallel_range(numel, [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
+  });
+}
+
+// Each Philox call yields four 32-bit words, so element i uses word i % 4 of
+// counter (offset + i) / 4; offsets advance in multiples of 4 so runs never overlap.
+void fill_uniform(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset,
+                  double low, double high) {
+  dispatch_floating(dt, [&]<class T>() {
+    T* p = static_cast<T*>(data);
+    parallel_range(numel, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const uint64_t c = offset / 4 + static_cast<uint64_t>(i) / 4;
+        const Philox4x32 r = philox(seed, c, 0);
+        double u;
+        if constexpr (std::is_same_v<T, double>) u = uint_to_unit_double(r.v[i % 4], r.v[(i + 1) % 4]);
+        else u = uint_to_unit_float(r.v[i % 4]);
+        double v = low + (high - low) * u;
+        T out = static_cast<T>(v);
+        // Rounding to a narrow type can land on `high`; [low, high) must hold.
+        if (static_cast<double>(static_cast<acc_t<T>>(out)) >= high) out = static_cast<T>(low);
+        p[i] = out;
+      }
+    });
+  });
+}
+
+// Box-Muller on the (word 0, word 1) and (word 2, word 3) pairs of each counter.
+void fill_normal(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset,
+                 double mean, double stddev) {
+  dispatch_floating(dt, [&]<class T>() {
+    T* p = static_cast<T*>(data);
+    parallel_range(numel, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const uint64_t c = offset / 4 + static_cast<uint64_t>(i) / 4;
+        const Philox4x32 r = philox(seed, c, 1);
+        const int pair = static_cast<int>((i % 4) / 2) * 2;
+        const double u1 = 1.0 - uint_to_unit_double(r.v[pair], r.v[pair] ^ 0x5bd1e995u);  // (0, 1]
+        const double u2 = uint_to_unit_double(r.v[pair + 1], r.v[pair + 1] ^ 0x27d4eb2du);
+        const double radius = std::sqrt(-2.0 * std::log(u1));
+        const double angle = 6.283185307179586476925 * u2;
+        const double z = (i % 2 == 0) ? radius * std::cos(angle) : radius * std::sin(angle);
+        p[i] = static_cast<T>(mean + stddev * z);
+      }
+    });
+  });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,33 @@
+// Integer matmul: i-k-j loop order so the innermost loop runs along rows of B and C.
+#include "kernels/cpu/gemm_integer.h"
+
+#include "kernels/base/dispatch.h"
+#include "kernels/base/parallel.h"
+
+namespace ember::cpu {
+
+void gemm_integer(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                  const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                  void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs) {
+  dispatch(dt, [&]<class T>() {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const T* A = static_cast<const T*>(a);
+      const T* B = static_cast<const T*>(b);
+      T* C = static_cast<T*>(c);
+#pragma omp parallel for collapse(2) schedule(static) if (batch * m * n * k >= kParallelGrain)
+      for (int64_t p = 0; p < batch; ++p)
+        for (int64_t i = 0; i < m; ++i) {
+          T* crow = C + p * c_bs + i * c_rs;
+          for (int64_t j = 0; j < n; ++j) crow[j * c_cs] = 0;
+          for (int64_t q = 0; q < k; ++q) {
+            const T av = A[p * a_bs + i * a_rs + q * a_cs];
+            const T* brow = B + p * b_bs + q * b_rs;
+            for (int64_t j = 0; j < n; ++j) crow[j * c_cs] = static_cast<T>(crow[j * c_cs] + av * brow[j * b_cs]);
+          }
+        }
+    }
+  });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,292 @@
+// CPU reductions. Three schedules:
+//  * row: the innermost reduced dim has stride 1; each output sums runs of
+//    contiguous memory (16 float lanes per block, blocks added in double);
+//  * column: the innermost kept dim has stride 1 and every reduced dim is strided;
+//    a block of adjacent outputs accumulates whole rows at a time, so memory is
+//    read in order instead of one column at a time;
+//  * split: few outputs but a long reduction; threads take slices of the
+//    outermost reduced dim and the partial results are combined.
+// Floating sums accumulate in double; integer sums in int64.
+#include "kernels/cpu/reduce.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/base/dispatch.h"
+#include "kernels/base/parallel.h"
+
+namespace ember::cpu {
+namespace {
+
+template <class T>
+using sum_acc_t = std::conditional_t<is_floating_v<T>, double, int64_t>;
+
+template <class T>
+inline bool nan_of(T x) {
+  if constexpr (is_floating_v<T>) return std::isnan(static_cast<double>(static_cast<acc_t<T>>(x)));
+  else return false;
+}
+
+// Sum of n contiguous values: 16 independent lanes keep the loop vectorizable
+// without reassociating one long chain; each 2048-element block is added in double.
+template <class T>
+sum_acc_t<T> sum_contiguous(const T* p, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    double total = 0;
+    int64_t i = 0;
+    for (; i + 2048 <= n; i += 2048) {
+      float lane[16] = {};
+      for (int64_t j = 0; j < 2048; j += 16)
+        for (int l = 0; l < 16; ++l) lane[l] += p[i + j + l];
+      float s = 0;
+      for (int l = 0; l < 16; ++l) s += lane[l];
+      total += s;
+    }
+    for (; i < n; ++i) total += p[i];
+    return total;
+  } else {
+    sum_acc_t<T> total = 0;
+    for (int64_t i = 0; i < n; ++i) total += static_cast<sum_acc_t<T>>(static_cast<acc_t<T>>(p[i]));
+    return total;
+  }
+}
+
+// The state one output accumulates; `pos` is the linear reduced index of a value.
+template <class T>
+struct Acc {
+  ReduceOp op;
+  sum_acc_t<T> sum = 0;
+  double mean = 0;  // var's second pass subtracts it
+  double sq = 0;
+  acc_t<T> best{};
+  int64_t best_pos = -1;
+
+  void run(const T* p, int64_t stride, int64_t n, int64_t pos0) {
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::mean:
+        if (stride == 1) sum += sum_contiguous(p, n);
+        else for (int64_t j = 0; j < n; ++j) sum += static_cast<sum_acc_t<T>>(static_cast<acc_t<T>>(p[j * stride]));
+        return;
+      case ReduceOp::var:
+        for (int64_t j = 0; j < n; ++j) {
+          const double d = static_cast<double>(static_cast<acc_t<T>>(p[j * stride])) - mean;
+          sq += d * d;
+        }
+        return;
+      case ReduceOp::amax: case ReduceOp::argmax:
+      case ReduceOp::amin: case ReduceOp::argmin: {
+        const bool want_max = op == ReduceOp::amax || op == ReduceOp::argmax;
+        for (int64_t j = 0; j < n; ++j) {
+          const acc_t<T> v = static_cast<acc_t<T>>(p[j * stride]);
+          if (best_pos >= 0 && nan_of(best)) return;  // NaN already won
+          if (best_pos < 0 || nan_of(v) || (want_max ? v > best : v < best)) {
+            best = v;
+            best_pos = pos0 + j;
+          }
+        }
+        return;
+      }
+    }
+  }
+  // Merge a partial result from a later slice of the reduced range.
+  void merge(const Acc& o) {
+    sum += o.sum;
+    sq += o.sq;
+    if (o.best_pos < 0) return;
+    const bool want_max = op == ReduceOp::amax || op == ReduceOp::argmax;
+    if (best_pos < 0 || (!nan_of(best) && (nan_of(o.best) || (want_max ? o.best > best : o.best < best)))) {
+      best = o.best;
+      best_pos = o.best_pos;
+    }
+  }
+};
+
+template <class T>
+struct Reducer {
+  const ReduceGeometry& g;
+  const T* in;
+  ReduceOp op;
+
+  // Visits the reduced sub-space whose outermost reduced index is in [b0, e0),
+  // as runs along the innermost reduced dim.
+  void walk(const T* base, int64_t b0, int64_t e0, Acc<T>& acc) const {
+    const int rn = g.red_ndim;
+    if (rn == 0) {
+      acc.run(base, 1, 1, 0);
+      return;
+    }
+    const int64_t inner = g.red_sizes[rn - 1], inner_stride = g.red_strides[rn - 1];
+    if (rn == 1) {
+      acc.run(base + b0 * inner_stride, inner_stride, e0 - b0, b0);
+      return;
+    }
+    int64_t idx[kMaxDims] = {};
+    idx[0] = b0;
+    while (idx[0] < e0) {
+      int64_t off = 0, pos = 0;
+      for (int d = 0; d < rn - 1; ++d) {
+        off += idx[d] * g.red_strides[d];
+        pos = pos * g.red_sizes[d] + idx[d];
+      }
+      acc.run(base + off, inner_stride, inner, pos * inner);
+      for (int d = rn - 2; d >= 0; --d) {
+        if (++idx[d] < g.red_sizes[d] || d == 0) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  void offsets(int64_t o, int64_t& in_off, int64_t& out_off) const {
+    in_off = 0;
+    out_off = 0;
+    for (int d = g.out_ndim - 1; d >= 0; --d) {
+      const int64_t i = o % g.out_sizes[d];
+      o /= g.out_sizes[d];
+      in_off += i * g.out_strides_in[d];
+      out_off += i * g.out_strides_out[d];
+    }
+  }
+
+  // One output, optionally with its reduced range split over threads.
+  Acc<T> reduce_one(const T* base, bool split) const {
+    Acc<T> acc{op};
+    const int64_t d0 = g.red_ndim ? g.red_sizes[0] : 1;
+    const int nt = omp_get_max_threads();
+    if (!split || nt <= 1 || d0 < nt || g.red_numel < kParallelGrain) {
+      walk(base, 0, d0, acc);
+      if (op == ReduceOp::var) {
+        acc.mean = static_cast<double>(acc.sum) / static_cast<double>(g.red_numel);
+        walk(base, 0, d0, acc);
+      }
+      return acc;
+    }
+    std::vector<Acc<T>> parts(nt, Acc<T>{op});
+    auto pass = [&] {
+#pragma omp parallel num_threads(nt)
+      {
+        const int t = omp_get_thread_num();
+        walk(base, d0 * t / nt, d0 * (t + 1) / nt, parts[t]);
+      }
+    };
+    pass();
+    for (int t = 0; t < nt; ++t) acc.merge(parts[t]);
+    if (op == ReduceOp::var) {
+      acc.mean = static_cast<double>(acc.sum) / static_cast<double>(g.red_numel);
+      for (auto& p : parts) { p.mean = acc.mean; p.sq = 0; p.sum = 0; }
+      pass();
+      acc.sq = 0;
+      for (int t = 0; t < nt; ++t) acc.sq += parts[t].sq;
+    }
+    return acc;
+  }
+};
+
+template <class T>
+void store(const Acc<T>& acc, ReduceOp op, int64_t count, int64_t correction, void* out,
+           int64_t* indices, int64_t out_off) {
+  switch (op) {
+    case ReduceOp::sum:
+      if constexpr (is_floating_v<T>) static_cast<T*>(out)[out_off] = static_cast<T>(static_cast<acc_t<T>>(acc.sum));
+      else static_cast<int64_t*>(out)[out_off] = acc.sum;
+      return;
+    case ReduceOp::mean:
+      if constexpr (is_floating_v<T>)
+        static_cast<T*>(out)[out_off] = static_cast<T>(static_cast<acc_t<T>>(
+            count ? static_cast<double>(acc.sum) / static_cast<double>(count) : std::nan("")));
+      return;
+    case ReduceOp::var:
+      if constexpr (is_floating_v<T>) {
+        const int64_t dof = count - correction;
+        const double v = dof > 0 ? acc.sq / static_cast<double>(dof) : std::nan("");
+        static_cast<T*>(out)[out_off] = static_cast<T>(static_cast<acc_t<T>>(v));
+      }
+      return;
+    case ReduceOp::amax: case ReduceOp::amin:
+      static_cast<T*>(out)[out_off] = static_cast<T>(acc.best);
+      if (indices) indices[out_off] = acc.best_pos;
+      return;
+    case ReduceOp::argmax: case ReduceOp::argmin:
+      indices[out_off] = acc.best_pos;
+      return;
+  }
+}
+
+// Column schedule: adjacent outputs are adjacent in memory, reduced dims are not.
+template <class T>
+bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices) {
+  if (op != ReduceOp::sum && op != ReduceOp::mean) return false;
+  if (g.out_ndim == 0 || g.red_ndim == 0 || g.out_strides_in[g.out_ndim - 1] != 1) return false;
+  if (g.out_strides_out[g.out_ndim - 1] != 1) return false;
+  for (int d = 0; d < g.red_ndim; ++d)
+    if (g.red_strides[d] == 1) return false;
+  const int64_t inner = g.out_sizes[g.out_ndim - 1];
+  if (inner < 16) return false;
+  constexpr int64_t B = 256;
+  const int64_t blocks_per_row = (inner + B - 1) / B;
+  const int64_t outer = g.out_numel / inner;
+  ReduceGeometry og = g;  // kept dims without the innermost, to locate each outer row
+  og.out_ndim = g.out_ndim - 1;
+  Reducer<T> outer_offsets{og, in, op};
+  const int64_t jobs = outer * blocks_per_row;
+  const int64_t work = g.out_numel * g.red_numel;
+#pragma omp parallel for schedule(static) if (work >= kParallelGrain)
+  for (int64_t job = 0; job < jobs; ++job) {
+    const int64_t row = job / blocks_per_row, blk = job % blocks_per_row;
+    int64_t in_off, out_off;
+    outer_offsets.offsets(row, in_off, out_off);
+    const int64_t c0 = blk * B, n = std::min(B, inner - c0);
+    sum_acc_t<T> acc[B] = {};
+    int64_t idx[kMaxDims] = {};
+    for (int64_t r = 0; r < g.red_numel; ++r) {
+      int64_t off = 0;
+      for (int d = 0; d < g.red_ndim; ++d) off += idx[d] * g.red_strides[d];
+      const T* src = in + in_off + c0 + off;
+      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<sum_acc_t<T>>(static_cast<acc_t<T>>(src[j]));
+      for (int d = g.red_ndim - 1; d >= 0; --d) {
+        if (++idx[d] < g.red_sizes[d]) break;
+        idx[d] = 0;
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      Acc<T> a{op};
+      a.sum = acc[j];
+      store<T>(a, op, g.red_numel, 0, out, indices, out_off + c0 + j);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void* out,
+            int64_t* indices, int64_t correction) {
+  dispatch(dt, [&]<class T>() {
+    const T* src = static_cast<const T*>(in);
+    if (g.out_numel == 0) return;
+    if (try_column<T>(op, g, src, out, indices)) return;
+    Reducer<T> r{g, src, op};
+    const int nt = omp_get_max_threads();
+    if (g.out_numel < nt) {
+      for (int64_t o = 0; o < g.out_numel; ++o) {
+        int64_t in_off, out_off;
+        r.offsets(o, in_off, out_off);
+        store<T>(r.reduce_one(src + in_off, true), op, g.red_numel, correction, out, indices, out_off);
+      }
+      return;
+    }
+    const int64_t work = g.out_numel * std::max<int64_t>(g.red_numel, 1);
+#pragma omp parallel for schedule(static) if (work >= kParallelGrain)
+    for (int64_t o = 0; o < g.out_numel; ++o) {
+      int64_t in_off, out_off;
+      r.offsets(o, in_off, out_off);
+      store<T>(r.reduce_one(src + in_off, false), op, g.red_numel, correction, out, indices, out_off);
+    }
+  });
+}
+
+}  // namespace ember::cpu

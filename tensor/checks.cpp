@@ -1,0 +1,34 @@
+// The shared checks and their messages.
+#include "tensor/checks.h"
+
+namespace ember {
+
+void check_same_device(const std::vector<const Tensor*>& operands) {
+  const Device expected = operands.front()->device();
+  for (const Tensor* t : operands)
+    if (t->device() != expected)
+      throw DeviceError(msg("expected device ", expected, " but got device ", t->device()));
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  const int64_t n = ndim == 0 ? 1 : ndim;
+  if (dim < -n || dim >= n)
+    throw IndexError(msg("Dimension out of range (expected to be in range of [", -n, ", ", n - 1, "], but got ", dim,
+                         ")"));
+  return dim < 0 ? dim + n : dim;
+}
+
+void throw_no_kernel(const char* op, const Tensor& t) {
+  throw NotImplementedError(msg(op, ": no kernel for device ", t.device(), " and dtype ", t.dtype()));
+}
+
+bool runs_on_cpu(const char* op, const Tensor& t) {
+  switch (t.device().type()) {
+    case DeviceType::CPU: return true;
+    case DeviceType::Meta: return false;
+    case DeviceType::CUDA: throw_no_kernel(op, t);
+  }
+  return false;
+}
+
+}  // namespace ember

@@ -1,0 +1,32 @@
+// Checks every op front-end shares, each raising the documented error
+// (docs/errors.md): operands on one device, dims in range, and message helpers.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ember {
+
+// Builds a message from streamable pieces.
+template <class... Args>
+std::string msg(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+// "expected device X but got device Y", X being the first operand's device.
+void check_same_device(const std::vector<const Tensor*>& operands);
+inline void check_same_device(const Tensor& a, const Tensor& b) { check_same_device({&a, &b}); }
+
+// Wraps a possibly negative dim into [0, ndim); 0-dim tensors accept -1 and 0.
+int64_t wrap_dim(int64_t dim, int64_t ndim);
+// Raised for an op with no kernel for this device (CUDA tensors before the CUDA backend).
+[[noreturn]] void throw_no_kernel(const char* op, const Tensor& t);
+// The device an op's kernels run on: CPU runs, meta returns early, others raise.
+bool runs_on_cpu(const char* op, const Tensor& t);
+
+}  // namespace ember

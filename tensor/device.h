@@ -1,0 +1,43 @@
+// Where a tensor's memory lives: the CPU, a CUDA device, or `meta` (shape and dtype
+// only, no memory: for shape inference and for testing device checks without a GPU).
+// Printed as PyTorch prints devices: cpu, cuda:0, meta.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace ember {
+
+enum class DeviceType : uint8_t { CPU, CUDA, Meta };
+
+class Device {
+ public:
+  Device(DeviceType type = DeviceType::CPU, int index = -1);
+  // Parses "cpu", "cuda", "cuda:N" and "meta"; raises ValueError otherwise.
+  Device(const std::string& spec);
+  Device(const char* spec) : Device(std::string(spec)) {}
+
+  DeviceType type() const { return type_; }
+  // -1 means "no index" (cpu, meta) or "the current device" (a bare "cuda").
+  int index() const { return index_; }
+  bool is_cpu() const { return type_ == DeviceType::CPU; }
+  bool is_cuda() const { return type_ == DeviceType::CUDA; }
+  bool is_meta() const { return type_ == DeviceType::Meta; }
+  std::string str() const;
+
+  bool operator==(const Device& o) const { return type_ == o.type_ && index_ == o.index_; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+
+ private:
+  DeviceType type_;
+  int index_;
+};
+
+const char* device_type_name(DeviceType t);  // "cpu", "cuda", "meta"
+std::ostream& operator<<(std::ostream& os, const Device& d);
+
+inline const Device kCPU{DeviceType::CPU};
+inline const Device kMeta{DeviceType::Meta};
+
+}  // namespace ember

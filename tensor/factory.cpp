@@ -1,0 +1,159 @@
+// Tensor creation: empty/zeros/ones/full/arange/rand/randn, from values, from_blob.
+#include <cmath>
+
+#include "kernels/cpu/elementwise.h"
+#include "tensor/checks.h"
+#include "tensor/ops.h"
+
+namespace ember {
+namespace {
+
+void check_shape(const char* op, const Shape& shape) {
+  for (int64_t s : shape)
+    if (s < 0) throw ValueError(msg(op, ": negative dimension ", s, " in shape ", shape_str(shape)));
+  if (shape.size() > static_cast<size_t>(kMaxDims))
+    throw ValueError(msg(op, ": at most ", kMaxDims, " dimensions are supported, got ", shape.size()));
+}
+
+// A bare "cuda" means the current device; without a CUDA backend no CUDA device exists.
+Device resolve(Device d) {
+  if (d.is_cuda() && !get_allocator(DeviceType::CUDA))
+    throw DeviceError("CUDA is not available: Ember was built without CUDA support or no CUDA device is present");
+  if (d.is_cuda() && d.index() < 0) return Device(DeviceType::CUDA, 0);
+  return d;
+}
+
+int64_t numel_of(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+}  // namespace
+
+Tensor empty_strided(const Shape& shape, const Shape& strides, TensorOptions options) {
+  check_shape("empty_strided", shape);
+  const Device dev = resolve(options.device);
+  int64_t extent = numel_of(shape) == 0 ? 0 : 1;
+  if (extent)
+    for (size_t d = 0; d < shape.size(); ++d) extent += (shape[d] - 1) * strides[d];
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(extent) * dtype_size(options.dtype), dev);
+  impl->sizes = shape;
+  impl->strides = strides;
+  impl->dtype = options.dtype;
+  impl->device = dev;
+  return Tensor(std::move(impl));
+}
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+  check_shape("empty", shape);
+  return empty_strided(shape, contiguous_strides(shape), options);
+}
+
+Tensor full(const Shape& shape, Scalar value, TensorOptions options) {
+  Tensor t = empty(shape, options);
+  t.fill_(value);
+  return t;
+}
+
+Tensor full(const Shape& shape, Scalar value, std::nullopt_t) {
+  return full(shape, value, TensorOptions(value.is_floating() ? kDefaultFloat : value.dtype()));
+}
+
+Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1, options); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), {t.dtype(), t.device()}); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), {t.dtype(), t.device()}); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), {t.dtype(), t.device()}); }
+Tensor full_like(const Tensor& t, Scalar value) { return full(t.shape(), value, {t.dtype(), t.device()}); }
+
+Tensor arange(Scalar end) { return arange(0, end, 1); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step) {
+  const bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
+  return arange(start, end, step, TensorOptions(all_int ? kInt64 : kDefaultFloat));
+}
+
+// Values are computed as start + i*step in double (then cast), like PyTorch, so a
+// float32 arange does not accumulate rounding error along its length.
+Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  if (st == 0) throw ValueError("arange: step must be nonzero");
+  if (!std::isfinite(s) || !std::isfinite(e)) throw ValueError("arange: unsupported range: " + start.str() + " -> " + end.str());
+  if ((st > 0 && e < s) || (st < 0 && e > s))
+    throw ValueError("arange: upper bound and larger bound inconsistent with step sign");
+  const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
+  Tensor host = empty({n}, TensorOptions(kFloat64));
+  double* p = host.data_ptr<double>();
+  const bool ints = is_integral(options.dtype, true);
+  for (int64_t i = 0; i < n; ++i)
+    p[i] = ints ? static_cast<double>(start.to_int() + i * step.to_int()) : s + static_cast<double>(i) * st;
+  return host.to(options.device, options.dtype);
+}
+
+namespace {
+Tensor random_fill(const char* op, const Shape& shape, TensorOptions options, Generator* gen, bool normal) {
+  if (!is_floating(options.dtype))
+    throw DTypeError(msg(op, ": expected a floating point dtype but got ", options.dtype));
+  Tensor host = empty(shape, options.with_device(kCPU));
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t offset = g.reserve(static_cast<uint64_t>(host.numel()));
+  if (normal) cpu::fill_normal(options.dtype, host.data_ptr(), host.numel(), g.seed(), offset, 0.0, 1.0);
+  else cpu::fill_uniform(options.dtype, host.data_ptr(), host.numel(), g.seed(), offset, 0.0, 1.0);
+  return host.to(options.device);
+}
+}  // namespace
+
+Tensor rand(const Shape& shape, TensorOptions options, Generator* gen) {
+  return random_fill("rand", shape, options, gen, false);
+}
+Tensor randn(const Shape& shape, TensorOptions options, Generator* gen) {
+  return random_fill("randn", shape, options, gen, true);
+}
+
+Tensor tensor(std::initializer_list<float> values, TensorOptions options) {
+  return tensor(std::vector<float>(values), {}, options);
+}
+
+Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, TensorOptions options) {
+  std::vector<float> flat;
+  const int64_t cols = rows.size() ? static_cast<int64_t>(rows.begin()->size()) : 0;
+  for (const auto& r : rows) {
+    if (static_cast<int64_t>(r.size()) != cols)
+      throw ShapeError(msg("tensor: expected every row to have ", cols, " values, got ", r.size()));
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return tensor(flat, {static_cast<int64_t>(rows.size()), cols}, options);
+}
+
+Tensor from_blob(void* data, const Shape& shape, DType dtype, const Shape& strides,
+                 std::function<void(void*)> deleter, Device device) {
+  check_shape("from_blob", shape);
+  if (!data && numel_of(shape) != 0) throw ValueError("from_blob: data is null but the shape has elements");
+  Shape st = strides.empty() ? contiguous_strides(shape) : strides;
+  if (st.size() != shape.size())
+    throw ValueError(msg("from_blob: ", shape.size(), " sizes but ", st.size(), " strides"));
+  int64_t extent = numel_of(shape) == 0 ? 0 : 1;
+  if (extent)
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (st[d] < 0) throw ValueError("from_blob: negative strides are not supported");
+      extent += (shape[d] - 1) * st[d];
+    }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(data, static_cast<size_t>(extent) * dtype_size(dtype), device,
+                                            std::move(deleter));
+  impl->sizes = shape;
+  impl->strides = st;
+  impl->dtype = dtype;
+  impl->device = device;
+  return Tensor(std::move(impl));
+}
+
+Tensor scalar_tensor(Scalar value, Device device) {
+  Tensor t = full({}, value, TensorOptions(value.dtype(), device));
+  t.impl().wrapped_number = true;
+  return t;
+}
+
+}  // namespace ember

@@ -1,0 +1,29 @@
+// A seedable source of random numbers. Philox is counter-based, so a generator is
+// just (seed, offset): each random tensor takes the next `numel` counters. The same
+// seed gives the same tensors whatever the thread count.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+
+namespace ember {
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 67280421310721ull) : seed_(seed) {}
+  void manual_seed(uint64_t seed);
+  uint64_t seed() const { return seed_; }
+  // Reserves `n` values (rounded up to a multiple of 4) and returns the first offset.
+  uint64_t reserve(uint64_t n);
+
+ private:
+  std::mutex mutex_;
+  uint64_t seed_;
+  uint64_t offset_ = 0;
+};
+
+Generator& default_generator();
+// Seeds the default generator, like torch.manual_seed.
+void manual_seed(uint64_t seed);
+
+}  // namespace ember

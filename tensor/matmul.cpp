@@ -1,0 +1,125 @@
+// matmul with PyTorch's rules: 1-D x 1-D is a dot product, a 1-D operand is
+// promoted to a matrix and the added dim removed afterwards, and leading (batch)
+// dims broadcast. Operands reach the GEMM kernel through their strides, so
+// transposed views cost no copy; batch dims are collapsed to one stride when the
+// memory layout allows and copied otherwise.
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_integer.h"
+#include "tensor/checks.h"
+#include "tensor/ops.h"
+
+namespace ember {
+namespace {
+
+[[noreturn]] void throw_mismatch(const Tensor& a, const Tensor& b) {
+  const int64_t m = a.dim() >= 2 ? a.shape()[a.dim() - 2] : 1;
+  throw ShapeError(msg("mat1 and mat2 shapes cannot be multiplied (", m, "x", a.shape().back(), " and ",
+                       b.dim() >= 2 ? b.shape()[b.dim() - 2] : b.shape()[0], "x",
+                       b.dim() >= 2 ? b.shape().back() : 1, ")"));
+}
+
+// (batch..., r, c) -> (B, r, c) as a view when the batch dims collapse to one
+// stride, else as a contiguous copy.
+Tensor as_3d(const Tensor& t) {
+  const int64_t nd = t.dim();
+  const int64_t r = t.shape()[nd - 2], c = t.shape()[nd - 1];
+  int64_t batch = 1;
+  std::vector<int64_t> dims;  // batch dims of size > 1, outer to inner
+  for (int64_t i = 0; i < nd - 2; ++i) {
+    batch *= t.shape()[i];
+    if (t.shape()[i] != 1) dims.push_back(i);
+  }
+  bool collapsible = true;
+  for (size_t j = 0; j + 1 < dims.size(); ++j)
+    collapsible = collapsible && t.stride()[dims[j]] == t.stride()[dims[j + 1]] * t.shape()[dims[j + 1]];
+  if (!collapsible) return t.contiguous().reshape({batch, r, c});
+  const int64_t bstride = dims.empty() ? 0 : t.stride()[dims.back()];
+  return t.as_strided({batch, r, c}, {bstride, t.stride()[nd - 2], t.stride()[nd - 1]});
+}
+
+// out (B, m, n) = a (B, m, k) . b (B, k, n); out is contiguous and freshly allocated.
+void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
+  const int64_t B = out.shape()[0], m = out.shape()[1], n = out.shape()[2], k = a.shape()[2];
+  const auto& as = a.stride();
+  const auto& bs = b.stride();
+  const auto& cs = out.stride();
+  switch (out.dtype()) {
+    case DType::Float32:
+      cpu::gemm_batched(B, m, n, k, 1.0f, a.data_ptr<float>(), as[0], as[1], as[2], b.data_ptr<float>(), bs[0], bs[1],
+                        bs[2], 0.0f, out.data_ptr<float>(), cs[0], cs[1], cs[2]);
+      return;
+    case DType::Float64:
+      cpu::gemm_batched(B, m, n, k, 1.0, a.data_ptr<double>(), as[0], as[1], as[2], b.data_ptr<double>(), bs[0],
+                        bs[1], bs[2], 0.0, out.data_ptr<double>(), cs[0], cs[1], cs[2]);
+      return;
+    case DType::Float16:
+    case DType::BFloat16: {
+      // Half inputs compute in float32 (the CPU has no half FMA) and round once on store.
+      Tensor a32 = a.to(kFloat32), b32 = b.to(kFloat32);
+      Tensor o32 = empty(out.shape(), {kFloat32, kCPU});
+      batched_gemm(a32, b32, o32);
+      out.copy_(o32);
+      return;
+    }
+    case DType::Int8:
+    case DType::UInt8:
+    case DType::Int32:
+    case DType::Int64:
+      cpu::gemm_integer(out.dtype(), B, m, n, k, a.data_ptr(), as[0], as[1], as[2], b.data_ptr(), bs[0], bs[1], bs[2],
+                        out.data_ptr(), cs[0], cs[1], cs[2]);
+      return;
+    case DType::Bool:
+      throw NotImplementedError("matmul: not implemented for dtype bool");
+  }
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_same_device(a, b);
+  if (a.dim() == 0 || b.dim() == 0)
+    throw ShapeError(msg("both arguments to matmul need to be at least 1D, but they are ", a.dim(), "D and ", b.dim(),
+                         "D"));
+  if (a.dtype() != b.dtype())
+    throw DTypeError(msg("expected both matmul operands to have the same dtype, but got ", a.dtype(), " and ",
+                         b.dtype()));
+  if (a.dtype() == kBool) throw NotImplementedError("matmul: not implemented for dtype bool");
+  if (a.dim() == 1 && b.dim() == 1) {
+    if (a.shape()[0] != b.shape()[0])
+      throw ShapeError(msg("inconsistent tensor size, expected tensor [", a.shape()[0], "] and src [", b.shape()[0],
+                           "] to have the same number of elements, but got ", a.shape()[0], " and ", b.shape()[0],
+                           " elements respectively"));
+    return matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+  }
+  if (a.dim() == 1) return matmul(a.unsqueeze(0), b).squeeze(-2);
+  if (b.dim() == 1) {
+    if (a.shape().back() != b.shape()[0]) throw_mismatch(a, b);
+    return matmul(a, b.unsqueeze(1)).squeeze(-1);
+  }
+  const int64_t m = a.shape()[a.dim() - 2], k = a.shape().back(), n = b.shape().back();
+  if (b.shape()[b.dim() - 2] != k) throw_mismatch(a, b);
+  const Shape abatch(a.shape().begin(), a.shape().end() - 2), bbatch(b.shape().begin(), b.shape().end() - 2);
+  Shape batch = broadcast_shapes(abatch, bbatch);
+  Shape out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  Tensor out = empty(out_shape, {a.dtype(), a.device()});
+  if (out.numel() == 0 || !runs_on_cpu("matmul", a)) return out;
+  Shape ae = batch, be = batch;
+  ae.insert(ae.end(), {m, k});
+  be.insert(be.end(), {k, n});
+  Tensor a3 = as_3d(a.expand(ae)), b3 = as_3d(b.expand(be));
+  int64_t B = 1;
+  for (int64_t s : batch) B *= s;
+  Tensor o3 = out.view({B, m, n});
+  if (k == 0) {
+    o3.zero_();
+    return out;
+  }
+  batched_gemm(a3, b3, o3);
+  return out;
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }
+
+}  // namespace ember

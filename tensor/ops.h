@@ -1,0 +1,127 @@
+// The tensor operations as free functions (ember::add(a, b), ember::sum(t, {0})),
+// the operator overloads, and tensor creation. Each op front-end checks devices,
+// dtypes and shapes, infers the result's shape and dtype (broadcasting and type
+// promotion as PyTorch), allocates, and dispatches to the kernel for the device.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "kernels/base/ops.def.h"
+#include "tensor/generator.h"
+#include "tensor/tensor.h"
+
+namespace ember {
+
+struct TensorOptions {
+  DType dtype = kFloat32;
+  Device device = kCPU;
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype(d) {}
+  TensorOptions(Device dev) : device(dev) {}
+  TensorOptions(DType d, Device dev) : dtype(d), device(dev) {}
+  TensorOptions with_dtype(DType d) const { return {d, device}; }
+  TensorOptions with_device(Device dev) const { return {dtype, dev}; }
+};
+
+// ---- creation ----
+Tensor empty(const Shape& shape, TensorOptions options = {});
+Tensor empty_strided(const Shape& shape, const Shape& strides, TensorOptions options = {});
+Tensor zeros(const Shape& shape, TensorOptions options = {});
+Tensor ones(const Shape& shape, TensorOptions options = {});
+Tensor full(const Shape& shape, Scalar value, TensorOptions options = {});
+// full() without options takes the value's kind: bool, int64 or float32.
+Tensor full(const Shape& shape, Scalar value, std::nullopt_t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor empty_like(const Tensor& t);
+Tensor full_like(const Tensor& t, Scalar value);
+// [start, end) with step; int64 when all three are integers, float32 otherwise
+// (unless options say otherwise).
+Tensor arange(Scalar end);
+Tensor arange(Scalar start, Scalar end, Scalar step = 1);
+Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options);
+// Uniform [0, 1) and standard normal, from `gen` (the default generator if null).
+Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
+// From host values, with the given shape (1-D when omitted).
+template <class T> Tensor tensor(const std::vector<T>& values, const Shape& shape = {}, TensorOptions options = {});
+Tensor tensor(std::initializer_list<float> values, TensorOptions options = {});
+Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, TensorOptions options = {});
+// A view of caller memory; nothing is copied and the memory must outlive the
+// tensor unless `deleter` frees it. Strides default to contiguous.
+Tensor from_blob(void* data, const Shape& shape, DType dtype, const Shape& strides = {},
+                 std::function<void(void*)> deleter = nullptr, Device device = kCPU);
+// A 0-dim tensor holding a C++ number, marked as a wrapped number for promotion.
+Tensor scalar_tensor(Scalar value, Device device = kCPU);
+
+// ---- elementwise ----
+#define EMBER_X(name, kind) Tensor name(const Tensor& a);
+EMBER_UNARY_OPS(EMBER_X)
+#undef EMBER_X
+#define EMBER_X(name, kind)                               \
+  Tensor name(const Tensor& a, const Tensor& b);          \
+  Tensor name(const Tensor& a, Scalar b);                 \
+  Tensor name(Scalar a, const Tensor& b);                 \
+  Tensor& name##_(Tensor& self, const Tensor& other);     \
+  Tensor& name##_(Tensor& self, Scalar other);
+EMBER_BINARY_OPS(EMBER_X)
+#undef EMBER_X
+// out = op(a, b) written into an existing tensor (PyTorch's `out=`): no allocation.
+Tensor& binary_out(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, Scalar a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b);
+Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max);
+
+// ---- reductions ----
+// An empty `dims` reduces over every dimension.
+Tensor sum(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+Tensor var(const Tensor& a, const Shape& dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor amax(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
+Tensor max(const Tensor& a);
+Tensor min(const Tensor& a);
+std::tuple<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim = false);
+std::tuple<Tensor, Tensor> min(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor log_softmax(const Tensor& a, int64_t dim);
+
+// ---- linear algebra and joining ----
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- operators ----
+Tensor operator-(const Tensor& a);
+#define EMBER_X(op, name)                                                          \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return name(a, b); } \
+  inline Tensor operator op(const Tensor& a, Scalar b) { return name(a, b); }        \
+  inline Tensor operator op(Scalar a, const Tensor& b) { return name(a, b); }
+EMBER_X(+, add) EMBER_X(-, sub) EMBER_X(*, mul) EMBER_X(/, div)
+EMBER_X(==, eq) EMBER_X(!=, ne) EMBER_X(<, lt) EMBER_X(<=, le) EMBER_X(>, gt) EMBER_X(>=, ge)
+#undef EMBER_X
+inline Tensor& operator+=(Tensor& a, const Tensor& b) { return add_(a, b); }
+inline Tensor& operator-=(Tensor& a, const Tensor& b) { return sub_(a, b); }
+inline Tensor& operator*=(Tensor& a, const Tensor& b) { return mul_(a, b); }
+inline Tensor& operator/=(Tensor& a, const Tensor& b) { return div_(a, b); }
+inline Tensor& operator+=(Tensor& a, Scalar b) { return add_(a, b); }
+inline Tensor& operator-=(Tensor& a, Scalar b) { return sub_(a, b); }
+inline Tensor& operator*=(Tensor& a, Scalar b) { return mul_(a, b); }
+inline Tensor& operator/=(Tensor& a, Scalar b) { return div_(a, b); }
+
+// ---- helpers shared by front-ends ----
+// The broadcast shape of two shapes, or ShapeError with PyTorch's wording.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+// PyTorch's result_type: tensors with dims beat 0-dim tensors beat wrapped numbers,
+// unless a lower tier brings a higher category (bool < integral < floating).
+DType result_type(const std::vector<Tensor>& operands);
+
+}  // namespace ember
+
+#include "tensor/tensor_from_values.h"

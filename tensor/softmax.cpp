@@ -1,0 +1,32 @@
+// Front-ends of softmax and log_softmax: the input is made contiguous and viewed
+// as (outer, dim, inner) for the kernel.
+#include "kernels/cpu/softmax.h"
+#include "tensor/checks.h"
+#include "tensor/ops.h"
+
+namespace ember {
+namespace {
+
+Tensor softmax_impl(const char* name, const Tensor& a, int64_t dim, bool log) {
+  const int64_t d = wrap_dim(dim, a.dim());
+  if (!is_floating(a.dtype()))
+    throw DTypeError(msg(name, "(): expected a floating point tensor but got dtype ", a.dtype()));
+  Tensor out = empty(a.shape(), {a.dtype(), a.device()});
+  if (!runs_on_cpu(name, a) || a.numel() == 0) return out;
+  Tensor x = a.contiguous();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= a.shape()[i];
+  for (int64_t i = d + 1; i < a.dim(); ++i) inner *= a.shape()[i];
+  const int64_t size = a.dim() == 0 ? 1 : a.shape()[d];
+  cpu::softmax(a.dtype(), outer, size, inner, x.data_ptr(), out.data_ptr(), log);
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& a, int64_t dim) { return softmax_impl("softmax", a, dim, false); }
+Tensor log_softmax(const Tensor& a, int64_t dim) { return softmax_impl("log_softmax", a, dim, true); }
+Tensor Tensor::softmax(int64_t dim) const { return ember::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return ember::log_softmax(*this, dim); }
+
+}  // namespace ember

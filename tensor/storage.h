@@ -1,0 +1,49 @@
+// Storage: one allocation shared by every view of it. Each device type has an
+// Allocator; the CPU one returns 64-byte aligned memory (a cache line, and the
+// width of an AVX-512 load). Meta storage has a size but no memory.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "tensor/device.h"
+
+namespace ember {
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Returns memory for nbytes (nbytes may be 0) or raises OutOfMemoryError.
+  virtual void* allocate(size_t nbytes, const Device& device) = 0;
+  virtual void deallocate(void* ptr, const Device& device) = 0;
+};
+
+// The allocator for a device type; registering replaces it (the CUDA backend
+// registers its caching allocator when it loads).
+Allocator* get_allocator(DeviceType type);
+void set_allocator(DeviceType type, Allocator* allocator);
+
+class Storage {
+ public:
+  // Owns nbytes from the device's allocator.
+  Storage(size_t nbytes, Device device);
+  // Wraps caller memory; `deleter` (may be empty) runs when the last view is gone.
+  Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  const Device& device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+  std::function<void(void*)> deleter_;
+  bool owned_ = false;
+};
+
+}  // namespace ember
