@@ -23,6 +23,18 @@ Device resolve(Device d) {
   return d;
 }
 
+[[noreturn]] void throw_too_large(const Shape& shape, DType dtype) {
+  throw OutOfMemoryError(msg("tensor of shape ", shape_str(shape), " and dtype ", dtype,
+                             " is too large to allocate (its size in bytes overflows 64 bits)"));
+}
+
+int64_t numel_of_checked(const Shape& shape, DType dtype) {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    if (__builtin_mul_overflow(n, s, &n)) throw_too_large(shape, dtype);
+  return n;
+}
+
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
@@ -34,11 +46,17 @@ int64_t numel_of(const Shape& shape) {
 Tensor empty_strided(const Shape& shape, const Shape& strides, TensorOptions options) {
   check_shape("empty_strided", shape);
   const Device dev = resolve(options.device);
-  int64_t extent = numel_of(shape) == 0 ? 0 : 1;
-  if (extent)
-    for (size_t d = 0; d < shape.size(); ++d) extent += (shape[d] - 1) * strides[d];
+  // Bytes needed, with every product checked: a hostile shape must raise, not wrap.
+  int64_t extent = numel_of_checked(shape, options.dtype) == 0 ? 0 : 1, nbytes = 0;
+  for (size_t d = 0; extent && d < shape.size(); ++d) {
+    int64_t span = 0;
+    if (__builtin_mul_overflow(shape[d] - 1, strides[d], &span) || __builtin_add_overflow(extent, span, &extent))
+      throw_too_large(shape, options.dtype);
+  }
+  if (__builtin_mul_overflow(extent, static_cast<int64_t>(dtype_size(options.dtype)), &nbytes))
+    throw_too_large(shape, options.dtype);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(extent) * dtype_size(options.dtype), dev);
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), dev);
   impl->sizes = shape;
   impl->strides = strides;
   impl->dtype = options.dtype;

@@ -41,7 +41,8 @@ void set_allocator(DeviceType type, Allocator* allocator) { allocators[static_ca
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device), owned_(true) {
   Allocator* a = get_allocator(device.type());
-  if (!a) throw DeviceError("no allocator for device " + device.str() + ": Ember was built without CUDA");
+  if (!a)
+    throw DeviceError("CUDA is not available: Ember was built without CUDA support or no CUDA device is present");
   data_ = a->allocate(nbytes, device);
 }
 
