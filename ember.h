@@ -3,5 +3,6 @@
 
 #include "ember_config.h"
 #include "kernels/base/parallel.h"
+#include "tensor/cpu_allocator.h"
 #include "tensor/ops.h"
 #include "tensor/tensor.h"

@@ -1,27 +1,15 @@
-// Storage and the CPU and meta allocators.
+// Storage, and the table of allocators per device type (CPU: cpu_allocator.cpp).
 #include "tensor/storage.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "kernels/base/error.h"
 
 namespace ember {
-namespace {
 
-class CpuAllocator final : public Allocator {
- public:
-  void* allocate(size_t nbytes, const Device&) override {
-    // aligned_alloc needs a size that is a multiple of the alignment.
-    const size_t size = ((nbytes + 63) / 64) * 64;
-    if (size == 0) return nullptr;
-    void* p = std::aligned_alloc(64, size);
-    if (!p)
-      throw OutOfMemoryError("CPU out of memory: tried to allocate " + std::to_string(nbytes) + " bytes");
-    return p;
-  }
-  void deallocate(void* ptr, const Device&) override { std::free(ptr); }
-};
+Allocator* cpu_allocator();  // tensor/cpu_allocator.cpp
+
+namespace {
 
 // Meta tensors have shapes but never memory.
 class MetaAllocator final : public Allocator {
@@ -30,14 +18,19 @@ class MetaAllocator final : public Allocator {
   void deallocate(void*, const Device&) override {}
 };
 
-CpuAllocator cpu_allocator;
 MetaAllocator meta_allocator;
-Allocator* allocators[3] = {&cpu_allocator, nullptr, &meta_allocator};
+
+// A function-local table, so tensors created by other files' static initializers
+// still find the CPU allocator.
+Allocator*& slot(DeviceType type) {
+  static Allocator* table[3] = {cpu_allocator(), nullptr, &meta_allocator};
+  return table[static_cast<int>(type)];
+}
 
 }  // namespace
 
-Allocator* get_allocator(DeviceType type) { return allocators[static_cast<int>(type)]; }
-void set_allocator(DeviceType type, Allocator* allocator) { allocators[static_cast<int>(type)] = allocator; }
+Allocator* get_allocator(DeviceType type) { return slot(type); }
+void set_allocator(DeviceType type, Allocator* allocator) { slot(type) = allocator; }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device), owned_(true) {
   Allocator* a = get_allocator(device.type());

@@ -240,18 +240,31 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
     int64_t in_off, out_off;
     outer_offsets.offsets(row, in_off, out_off);
     const int64_t c0 = blk * B, n = std::min(B, inner - c0);
+    // Rows are added into `part` in the compute type (float for float32 and the
+    // half types, so the add vectorizes) and flushed into the wide `acc` every
+    // kFlush rows, which bounds the rounding error of the narrow sums.
+    constexpr int64_t kFlush = 64;
     sum_acc_t<T> acc[B] = {};
+    acc_t<T> part[B] = {};
     int64_t idx[kMaxDims] = {};
     for (int64_t r = 0; r < g.red_numel; ++r) {
       int64_t off = 0;
       for (int d = 0; d < g.red_ndim; ++d) off += idx[d] * g.red_strides[d];
       const T* src = in + in_off + c0 + off;
-      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<sum_acc_t<T>>(static_cast<acc_t<T>>(src[j]));
+      if constexpr (std::is_integral_v<T>) {
+        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
+      } else {
+        for (int64_t j = 0; j < n; ++j) part[j] += static_cast<acc_t<T>>(src[j]);
+        if ((r + 1) % kFlush == 0)
+          for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
+      }
       for (int d = g.red_ndim - 1; d >= 0; --d) {
         if (++idx[d] < g.red_sizes[d]) break;
         idx[d] = 0;
       }
     }
+    if constexpr (!std::is_integral_v<T>)
+      for (int64_t j = 0; j < n; ++j) acc[j] += part[j];
     for (int64_t j = 0; j < n; ++j) {
       Acc<T> a{op};
       a.sum = acc[j];

@@ -11,6 +11,7 @@
 
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace ember::cpu {
 namespace {
@@ -18,9 +19,58 @@ namespace {
 template <class T>
 using sm_acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
+template <class A>
+inline A exp_of(A x) {
+  if constexpr (std::is_same_v<A, float>) return exp_fast(x);
+  else return std::exp(x);
+}
+
+// One float32 row. Max and sum run in 16 independent lanes so the loops vectorize
+// (a single running sum would be a dependency chain the compiler must keep in
+// order); target_clones builds AVX-512, AVX2 and baseline copies picked at load time.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
+  constexpr int L = 16;
+  float lane[L];
+  for (int l = 0; l < L; ++l) lane[l] = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) lane[l] = x[i + l] > lane[l] ? x[i + l] : lane[l];
+  float m = -std::numeric_limits<float>::infinity();
+  for (int l = 0; l < L; ++l) m = lane[l] > m ? lane[l] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  if (m == -std::numeric_limits<float>::infinity()) m = 0;  // an all -inf row: exp gives 0s, 0/0 gives NaN as in PyTorch
+  for (int l = 0; l < L; ++l) lane[l] = 0;
+  for (i = 0; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) {
+      const float e = exp_fast(x[i + l] - m);
+      if (!log) y[i + l] = e;
+      lane[l] += e;
+    }
+  float s = 0;
+  for (int l = 0; l < L; ++l) s += lane[l];
+  for (; i < n; ++i) {
+    const float e = exp_fast(x[i] - m);
+    if (!log) y[i] = e;
+    s += e;
+  }
+  if (log) {
+    const float shift = m + std::log(s);
+    for (i = 0; i < n; ++i) y[i] = x[i] - shift;
+  } else {
+    const float inv = 1.0f / s;
+    for (i = 0; i < n; ++i) y[i] *= inv;
+  }
+}
+
 template <class T>
 void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
   using A = sm_acc_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+#pragma omp parallel for schedule(static) if (rows * dim >= kParallelGrain)
+    for (int64_t r = 0; r < rows; ++r) softmax_row_f32(in + r * dim, out + r * dim, dim, log);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (rows * dim >= kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* x = in + r * dim;
@@ -30,12 +80,12 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
     if (std::isinf(m) && m < 0) m = 0;  // all -inf: keep exp(x - m) well defined (gives NaN/0 like PyTorch)
     A s = 0;
     if (log) {
-      for (int64_t i = 0; i < dim; ++i) s += std::exp(static_cast<A>(x[i]) - m);
+      for (int64_t i = 0; i < dim; ++i) s += exp_of(static_cast<A>(x[i]) - m);
       const A ls = std::log(s);
       for (int64_t i = 0; i < dim; ++i) y[i] = static_cast<T>(static_cast<A>(x[i]) - m - ls);
     } else {
       for (int64_t i = 0; i < dim; ++i) {
-        const A e = std::exp(static_cast<A>(x[i]) - m);
+        const A e = exp_of(static_cast<A>(x[i]) - m);
         y[i] = static_cast<T>(e);
         s += e;
       }
@@ -44,7 +94,7 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
         for (int64_t i = 0; i < dim; ++i) y[i] *= inv;
       } else {
         // Half outputs: recompute from the input rather than re-reading a rounded exp.
-        for (int64_t i = 0; i < dim; ++i) y[i] = static_cast<T>(std::exp(static_cast<A>(x[i]) - m) * inv);
+        for (int64_t i = 0; i < dim; ++i) y[i] = static_cast<T>(exp_of(static_cast<A>(x[i]) - m) * inv);
       }
     }
   }
@@ -63,11 +113,11 @@ void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* 
     for (int64_t i = 0; i < inner; ++i)
       if (std::isinf(m[i]) && m[i] < 0) m[i] = 0;
     for (int64_t d = 0; d < dim; ++d)
-      for (int64_t i = 0; i < inner; ++i) s[i] += std::exp(static_cast<A>(x[d * inner + i]) - m[i]);
+      for (int64_t i = 0; i < inner; ++i) s[i] += exp_of(static_cast<A>(x[d * inner + i]) - m[i]);
     for (int64_t d = 0; d < dim; ++d)
       for (int64_t i = 0; i < inner; ++i) {
         const A v = static_cast<A>(x[d * inner + i]) - m[i];
-        y[d * inner + i] = static_cast<T>(log ? v - std::log(s[i]) : std::exp(v) / s[i]);
+        y[d * inner + i] = static_cast<T>(log ? v - std::log(s[i]) : exp_of(v) / s[i]);
       }
   }
 }

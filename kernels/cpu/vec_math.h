@@ -1,0 +1,36 @@
+// exp for float32 written so the compiler can vectorize loops that call it: no
+// branches (out-of-range inputs are handled by selects) and no libm call. It is
+// Cephes' expf: x = n*ln2 + r with n = round(x/ln2), ln2 split in two constants
+// (Cody-Waite) so r is exact, a degree-6 polynomial for e^r on |r| <= ln2/2, and
+// 2^n built in the exponent bits. Error: within 2 ulp of the true value (tested
+// against double in tests/kernels/test_vec_math.cpp).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+namespace ember::cpu {
+
+inline float exp_fast(float x) {
+  constexpr float kHi = 88.72283935546875f;   // above: +inf
+  constexpr float kLo = -87.33654022216797f;  // below: 0 (results there would be subnormal)
+  const float xc = x > kHi ? kHi : (x < kLo ? kLo : x);
+  // Round to nearest with the 1.5*2^23 trick (exact for |v| < 2^22).
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float er = p * r * r + r + 1.0f;
+  const int32_t e = static_cast<int32_t>(n) + 127;
+  const float scale = std::bit_cast<float>(static_cast<uint32_t>(e) << 23);
+  float y = er * scale;
+  y = x > kHi ? __builtin_inff() : y;
+  y = x < kLo ? 0.0f : y;
+  return x != x ? x : y;  // NaN stays NaN
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,21 @@
+// The CPU allocator. Small blocks come straight from the C library. Blocks of
+// 1 MiB and more are rounded up to 2 MiB and kept in a bounded cache when freed:
+// a fresh large block costs a page fault per 4 KiB page and the kernel zeroing it,
+// which for `a + b` on 64 MB tensors took longer than the addition itself. (Asking
+// for transparent huge pages made first touches slower here: the kernel compacts
+// memory synchronously to find them.)
+#pragma once
+
+#include <cstddef>
+
+namespace ember {
+
+// Returns every cached block to the system.
+void cpu_empty_cache();
+// Bytes held in the cache (freed by tensors, not yet returned).
+size_t cpu_memory_cached();
+// The most the cache may hold; 0 disables caching. Default 1 GiB, or the
+// EMBER_CPU_CACHE_MB environment variable (in MiB) when set.
+void cpu_set_cache_limit(size_t bytes);
+
+}  // namespace ember
