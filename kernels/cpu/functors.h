@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/cpu/vec_math.h"
+
 namespace ember::functors {
 
 template <class T> inline bool is_nan(T x) {
@@ -24,14 +26,20 @@ struct abs {
 };
 // relu keeps NaN (as PyTorch's clamp_min does) and maps -0 to 0.
 struct relu { template <class T> T operator()(T x) const { return x > T(0) ? x : (is_nan(x) ? x : T(0)); } };
-struct exp { template <class T> T operator()(T x) const { return std::exp(x); } };
+// float32 exp and sigmoid use the vectorizable exp_fast (within 2 ulp).
+struct exp {
+  template <class T> T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return cpu::exp_fast(x);
+    else return std::exp(x);
+  }
+};
 struct log { template <class T> T operator()(T x) const { return std::log(x); } };
 struct sqrt { template <class T> T operator()(T x) const { return std::sqrt(x); } };
 struct rsqrt { template <class T> T operator()(T x) const { return T(1) / std::sqrt(x); } };
 struct sin { template <class T> T operator()(T x) const { return std::sin(x); } };
 struct cos { template <class T> T operator()(T x) const { return std::cos(x); } };
 struct tanh { template <class T> T operator()(T x) const { return std::tanh(x); } };
-struct sigmoid { template <class T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
+struct sigmoid { template <class T> T operator()(T x) const { return T(1) / (T(1) + exp{}(-x)); } };
 // The exact (erf) form, PyTorch's default approximate='none'.
 struct gelu {
   template <class T> T operator()(T x) const {

@@ -25,9 +25,13 @@ inline float exp_fast(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float er = p * r * r + r + 1.0f;
-  const int32_t e = static_cast<int32_t>(n) + 127;
-  const float scale = std::bit_cast<float>(static_cast<uint32_t>(e) << 23);
-  float y = er * scale;
+  // 2^n as two factors: n reaches 128 near the top of the range and -126 near the
+  // bottom, and one float exponent field cannot hold both ends.
+  const int32_t ni = static_cast<int32_t>(n);
+  const int32_t half = ni >> 1;
+  const float s1 = std::bit_cast<float>(static_cast<uint32_t>(half + 127) << 23);
+  const float s2 = std::bit_cast<float>(static_cast<uint32_t>(ni - half + 127) << 23);
+  float y = er * s1 * s2;
   y = x > kHi ? __builtin_inff() : y;
   y = x < kLo ? 0.0f : y;
   return x != x ? x : y;  // NaN stays NaN
