@@ -60,23 +60,27 @@ template <class T>
 struct Acc {
   ReduceOp op;
   sum_acc_t<T> sum = 0;
-  double mean = 0;  // var's second pass subtracts it
+  double mean = 0;        // var's second pass subtracts it
+  bool centered = false;  // var: false in the first pass (sum), true in the second (squares)
   double sq = 0;
   acc_t<T> best{};
   int64_t best_pos = -1;
 
   void run(const T* p, int64_t stride, int64_t n, int64_t pos0) {
     switch (op) {
+      case ReduceOp::var:
+        if (centered) {
+          for (int64_t j = 0; j < n; ++j) {
+            const double d = static_cast<double>(static_cast<acc_t<T>>(p[j * stride])) - mean;
+            sq += d * d;
+          }
+          return;
+        }
+        [[fallthrough]];  // var's first pass sums, for the mean
       case ReduceOp::sum:
       case ReduceOp::mean:
         if (stride == 1) sum += sum_contiguous(p, n);
         else for (int64_t j = 0; j < n; ++j) sum += static_cast<sum_acc_t<T>>(static_cast<acc_t<T>>(p[j * stride]));
-        return;
-      case ReduceOp::var:
-        for (int64_t j = 0; j < n; ++j) {
-          const double d = static_cast<double>(static_cast<acc_t<T>>(p[j * stride])) - mean;
-          sq += d * d;
-        }
         return;
       case ReduceOp::amax: case ReduceOp::argmax:
       case ReduceOp::amin: case ReduceOp::argmin: {
@@ -161,6 +165,7 @@ struct Reducer {
       walk(base, 0, d0, acc);
       if (op == ReduceOp::var) {
         acc.mean = static_cast<double>(acc.sum) / static_cast<double>(g.red_numel);
+        acc.centered = true;
         walk(base, 0, d0, acc);
       }
       return acc;
@@ -177,7 +182,7 @@ struct Reducer {
     for (int t = 0; t < nt; ++t) acc.merge(parts[t]);
     if (op == ReduceOp::var) {
       acc.mean = static_cast<double>(acc.sum) / static_cast<double>(g.red_numel);
-      for (auto& p : parts) { p.mean = acc.mean; p.sq = 0; p.sum = 0; }
+      for (auto& p : parts) { p.mean = acc.mean; p.centered = true; p.sq = 0; p.sum = 0; }
       pass();
       acc.sq = 0;
       for (int t = 0; t < nt; ++t) acc.sq += parts[t].sq;
@@ -217,6 +222,43 @@ void store(const Acc<T>& acc, ReduceOp op, int64_t count, int64_t correction, vo
 }
 
 // Column schedule: adjacent outputs are adjacent in memory, reduced dims are not.
+// A block of up to kColumnBlock outputs adds whole row segments (4 KiB of float32:
+// one page, so the prefetcher streams them). Rows are summed into `part` in the
+// compute type (float for float32 and the half types, so the add vectorizes) and
+// flushed into the wide `acc` every kFlush rows, which bounds the rounding error.
+constexpr int64_t kColumnBlock = 1024;
+
+// Sums reduced positions [r0, r1) of the block starting at `base` into acc[0, n).
+template <class T>
+void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0, int64_t r1, sum_acc_t<T>* acc) {
+  constexpr int64_t kFlush = 64;
+  acc_t<T> part[kColumnBlock] = {};
+  int64_t idx[kMaxDims] = {};
+  int64_t rem = r0;
+  for (int d = g.red_ndim - 1; d >= 0; --d) {
+    idx[d] = rem % g.red_sizes[d];
+    rem /= g.red_sizes[d];
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t off = 0;
+    for (int d = 0; d < g.red_ndim; ++d) off += idx[d] * g.red_strides[d];
+    const T* src = base + off;
+    if constexpr (std::is_integral_v<T>) {
+      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) part[j] += static_cast<acc_t<T>>(src[j]);
+      if ((r - r0 + 1) % kFlush == 0)
+        for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
+    }
+    for (int d = g.red_ndim - 1; d >= 0; --d) {
+      if (++idx[d] < g.red_sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+  if constexpr (!std::is_integral_v<T>)
+    for (int64_t j = 0; j < n; ++j) acc[j] += part[j];
+}
+
 template <class T>
 bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices) {
   if (op != ReduceOp::sum && op != ReduceOp::mean) return false;
@@ -226,7 +268,7 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
     if (g.red_strides[d] == 1) return false;
   const int64_t inner = g.out_sizes[g.out_ndim - 1];
   if (inner < 16) return false;
-  constexpr int64_t B = 256;
+  constexpr int64_t B = kColumnBlock;
   const int64_t blocks_per_row = (inner + B - 1) / B;
   const int64_t outer = g.out_numel / inner;
   ReduceGeometry og = g;  // kept dims without the innermost, to locate each outer row
@@ -234,42 +276,42 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
   Reducer<T> outer_offsets{og, in, op};
   const int64_t jobs = outer * blocks_per_row;
   const int64_t work = g.out_numel * g.red_numel;
-#pragma omp parallel for schedule(static) if (work >= kParallelGrain)
-  for (int64_t job = 0; job < jobs; ++job) {
-    const int64_t row = job / blocks_per_row, blk = job % blocks_per_row;
-    int64_t in_off, out_off;
-    outer_offsets.offsets(row, in_off, out_off);
-    const int64_t c0 = blk * B, n = std::min(B, inner - c0);
-    // Rows are added into `part` in the compute type (float for float32 and the
-    // half types, so the add vectorizes) and flushed into the wide `acc` every
-    // kFlush rows, which bounds the rounding error of the narrow sums.
-    constexpr int64_t kFlush = 64;
-    sum_acc_t<T> acc[B] = {};
-    acc_t<T> part[B] = {};
-    int64_t idx[kMaxDims] = {};
-    for (int64_t r = 0; r < g.red_numel; ++r) {
-      int64_t off = 0;
-      for (int d = 0; d < g.red_ndim; ++d) off += idx[d] * g.red_strides[d];
-      const T* src = in + in_off + c0 + off;
-      if constexpr (std::is_integral_v<T>) {
-        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
-      } else {
-        for (int64_t j = 0; j < n; ++j) part[j] += static_cast<acc_t<T>>(src[j]);
-        if ((r + 1) % kFlush == 0)
-          for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
-      }
-      for (int d = g.red_ndim - 1; d >= 0; --d) {
-        if (++idx[d] < g.red_sizes[d]) break;
-        idx[d] = 0;
-      }
-    }
-    if constexpr (!std::is_integral_v<T>)
-      for (int64_t j = 0; j < n; ++j) acc[j] += part[j];
+  const int nt = omp_get_max_threads();
+  auto finish = [&](const sum_acc_t<T>* acc, int64_t n, int64_t out_off) {
     for (int64_t j = 0; j < n; ++j) {
       Acc<T> a{op};
       a.sum = acc[j];
-      store<T>(a, op, g.red_numel, 0, out, indices, out_off + c0 + j);
+      store<T>(a, op, g.red_numel, 0, out, indices, out_off + j);
     }
+  };
+  if (jobs >= nt || work < kParallelGrain) {
+#pragma omp parallel for schedule(static) if (work >= kParallelGrain)
+    for (int64_t job = 0; job < jobs; ++job) {
+      const int64_t row = job / blocks_per_row, c0 = (job % blocks_per_row) * B, n = std::min(B, inner - c0);
+      int64_t in_off, out_off;
+      outer_offsets.offsets(row, in_off, out_off);
+      sum_acc_t<T> acc[B] = {};
+      column_block<T>(g, in + in_off + c0, n, 0, g.red_numel, acc);
+      finish(acc, n, out_off + c0);
+    }
+    return true;
+  }
+  // Fewer blocks than threads (say, summing dim 0 of [N, 1024]): split the reduced
+  // range instead, each thread with its own accumulators, then add them up.
+  std::vector<sum_acc_t<T>> partial(static_cast<size_t>(nt) * B);
+  for (int64_t job = 0; job < jobs; ++job) {
+    const int64_t row = job / blocks_per_row, c0 = (job % blocks_per_row) * B, n = std::min(B, inner - c0);
+    int64_t in_off, out_off;
+    outer_offsets.offsets(row, in_off, out_off);
+    std::fill(partial.begin(), partial.end(), sum_acc_t<T>(0));
+#pragma omp parallel num_threads(nt)
+    {
+      const int t = omp_get_thread_num();
+      column_block<T>(g, in + in_off + c0, n, g.red_numel * t / nt, g.red_numel * (t + 1) / nt, &partial[t * B]);
+    }
+    for (int t = 1; t < nt; ++t)
+      for (int64_t j = 0; j < n; ++j) partial[j] += partial[t * B + j];
+    finish(partial.data(), n, out_off + c0);
   }
   return true;
 }

@@ -1,0 +1,40 @@
+// The elementwise suite: memory-bound ops on 16M float32 elements (64 MiB per
+// tensor, far past the caches) in GB/s against the copy bandwidth. `a + b` counts
+// 12 bytes per element (two reads, one write); in place and `out=` forms show the
+// cost of allocation separately. exp and gelu show where arithmetic starts to cost.
+#include <string>
+
+#include "bench/suite_memory_bound.h"
+#include "ember.h"
+
+namespace ember::bench {
+namespace {
+
+void run(const Options& opt, Report& report) {
+  set_num_threads(opt.threads);
+  constexpr int64_t n = int64_t{16} << 20;
+  manual_seed(1);
+  Tensor a = rand({n}), b = rand({n}), out = empty({n});
+  const double f32 = 4.0 * n;
+  report_bandwidth(report, opt, "elementwise", "add a+b 16M f32", 3 * f32, [&] { Tensor c = a + b; });
+  report_bandwidth(report, opt, "elementwise", "add out= 16M f32", 3 * f32,
+                   [&] { binary_out(BinaryOp::add, out, a, b); });
+  report_bandwidth(report, opt, "elementwise", "add_ in place 16M f32", 3 * f32, [&] { out.add_(b); });
+  report_bandwidth(report, opt, "elementwise", "mul a*2 16M f32", 2 * f32, [&] { Tensor c = a * 2; });
+  report_bandwidth(report, opt, "elementwise", "add broadcast [4096,4096]+[4096]", 2 * f32,
+                   [&] { Tensor c = a.view({4096, 4096}) + b.slice(0, 0, 4096); });
+  report_bandwidth(report, opt, "elementwise", "relu 16M f32", 2 * f32, [&] { Tensor c = a.relu(); });
+  report_bandwidth(report, opt, "elementwise", "exp 16M f32", 2 * f32, [&] { Tensor c = a.exp(); });
+  report_bandwidth(report, opt, "elementwise", "gelu 16M f32", 2 * f32, [&] { Tensor c = a.gelu(); });
+  Tensor t = a.view({4096, 4096}).t();
+  report_bandwidth(report, opt, "elementwise", "contiguous() of a transpose 16M f32", 2 * f32,
+                   [&] { Tensor c = t.contiguous(); });
+  Tensor h = a.to(kFloat16), hb = b.to(kFloat16);
+  report_bandwidth(report, opt, "elementwise", "add a+b 16M f16", 3 * 2.0 * n, [&] { Tensor c = h + hb; });
+  report_bandwidth(report, opt, "elementwise", "to(float16) 16M f32", 6.0 * n, [&] { Tensor c = a.to(kFloat16); });
+}
+
+}  // namespace
+}  // namespace ember::bench
+
+EMBER_BENCH_SUITE(elementwise, ember::bench::run);

@@ -1,0 +1,29 @@
+// The reduce suite: reductions of 16M float32 elements in GB/s (bytes read) against
+// the copy bandwidth: a full sum, rows and columns of a 4096x4096 matrix, and the
+// max with indices along rows.
+#include "bench/suite_memory_bound.h"
+#include "ember.h"
+
+namespace ember::bench {
+namespace {
+
+void run(const Options& opt, Report& report) {
+  set_num_threads(opt.threads);
+  constexpr int64_t n = int64_t{16} << 20;
+  manual_seed(2);
+  Tensor a = rand({n});
+  Tensor m = a.view({4096, 4096});
+  const double bytes = 4.0 * n;
+  report_bandwidth(report, opt, "reduce", "sum all 16M f32", bytes, [&] { Tensor s = a.sum(); });
+  report_bandwidth(report, opt, "reduce", "sum dim 1 [4096,4096]", bytes, [&] { Tensor s = m.sum({1}); });
+  report_bandwidth(report, opt, "reduce", "sum dim 0 [4096,4096]", bytes, [&] { Tensor s = m.sum({0}); });
+  report_bandwidth(report, opt, "reduce", "mean all 16M f32", bytes, [&] { Tensor s = a.mean(); });
+  report_bandwidth(report, opt, "reduce", "var all 16M f32 (two passes)", 2 * bytes, [&] { Tensor s = a.var(); });
+  report_bandwidth(report, opt, "reduce", "max dim 1 with indices", bytes, [&] { auto r = m.max(1); });
+  report_bandwidth(report, opt, "reduce", "argmax all 16M f32", bytes, [&] { Tensor s = a.argmax(); });
+}
+
+}  // namespace
+}  // namespace ember::bench
+
+EMBER_BENCH_SUITE(reduce, ember::bench::run);
