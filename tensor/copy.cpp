@@ -61,7 +61,11 @@ Tensor Tensor::cuda() const { return to(Device(DeviceType::CUDA, -1)); }
 Tensor& Tensor::fill_(Scalar value) {
   if (!runs_on_cpu("fill_", *this)) return *this;
   if (is_contiguous()) {
-    cpu::fill(dtype(), data_ptr(), numel(), value.to_double(), value.is_floating() ? static_cast<int64_t>(value.to_double()) : value.to_int());
+    // Integers truncate a floating value; bool is "nonzero" (0.5 -> true), as copy_ converts.
+    const int64_t ivalue = dtype() == kBool ? value.to_bool()
+                           : value.is_floating() ? static_cast<int64_t>(value.to_double())
+                                                 : value.to_int();
+    cpu::fill(dtype(), data_ptr(), numel(), value.to_double(), ivalue);
     return *this;
   }
   return copy_(scalar_tensor(value));

@@ -3,6 +3,7 @@
 #include "kernels/cpu/elementwise.h"
 
 #include "tensor/checks.h"
+#include "tensor/graph.h"
 #include "tensor/ops.h"
 #include "tensor/strided_loop.h"
 
@@ -90,6 +91,70 @@ void run_binary(BinaryOp op, DType compute, const Tensor& out, const Tensor& a, 
   cpu::binary(op, compute, make_loop(out.shape(), {&out, &x, &y}));
 }
 
+OpId op_id(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg: return OpId::Neg;
+    case UnaryOp::abs: return OpId::Abs;
+    case UnaryOp::relu: return OpId::Relu;
+    case UnaryOp::exp: return OpId::Exp;
+    case UnaryOp::log: return OpId::Log;
+    case UnaryOp::sqrt: return OpId::Sqrt;
+    case UnaryOp::rsqrt: return OpId::Rsqrt;
+    case UnaryOp::sin: return OpId::Sin;
+    case UnaryOp::cos: return OpId::Cos;
+    case UnaryOp::tanh: return OpId::Tanh;
+    case UnaryOp::sigmoid: return OpId::Sigmoid;
+    case UnaryOp::gelu: return OpId::Gelu;
+  }
+  return OpId::Neg;
+}
+
+// Whether a unary op's backward reads its output (else its input, or nothing).
+bool saves_output(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::relu: case UnaryOp::exp: case UnaryOp::sqrt: case UnaryOp::rsqrt:
+    case UnaryOp::tanh: case UnaryOp::sigmoid:
+      return true;
+    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::log: case UnaryOp::sin: case UnaryOp::cos:
+    case UnaryOp::gelu:
+      return false;
+  }
+  return false;
+}
+
+// Binary ops with a derivative; comparisons produce bool and record nothing.
+std::optional<OpId> op_id(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add: return OpId::Add;
+    case BinaryOp::sub: return OpId::Sub;
+    case BinaryOp::mul: return OpId::Mul;
+    case BinaryOp::div: return OpId::Div;
+    case BinaryOp::pow: return OpId::Pow;
+    case BinaryOp::maximum: return OpId::Maximum;
+    case BinaryOp::minimum: return OpId::Minimum;
+    case BinaryOp::eq: case BinaryOp::ne: case BinaryOp::lt: case BinaryOp::le: case BinaryOp::gt:
+    case BinaryOp::ge:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void record_binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  const auto id = op_id(op);
+  if (!id || !needs_grad({&a, &b})) return;
+  auto node = record(*id, {&a, &b}, {&out});
+  switch (*id) {
+    case OpId::Mul: case OpId::Div: case OpId::Maximum: case OpId::Minimum:
+      node->saved = {SavedTensor(a), SavedTensor(b)};
+      break;
+    case OpId::Pow:
+      node->saved = {SavedTensor(a), SavedTensor(b), SavedTensor(out)};
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
@@ -137,9 +202,14 @@ Tensor unary_op(UnaryOp op, const Tensor& a) {
     throw NotImplementedError(msg(name_of(op), ": not implemented for dtype bool"));
   }
   Tensor out = empty(a.shape(), {dt, a.device()});
-  if (!runs_on_cpu(name_of(op), out)) return out;
-  Tensor x = a.to(dt);
-  cpu::unary(op, dt, make_loop(out.shape(), {&out, &x}));
+  if (runs_on_cpu(name_of(op), out)) {
+    Tensor x = a.to(dt);
+    cpu::unary(op, dt, make_loop(out.shape(), {&out, &x}));
+  }
+  if (needs_grad({&a})) {
+    auto node = record(op_id(op), {&a}, {&out});
+    if (op != UnaryOp::neg) node->saved = {SavedTensor(saves_output(op) ? out : a)};
+  }
   return out;
 }
 
@@ -148,11 +218,46 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   const DType compute = binary_compute_type(op, a, b);
   const DType out_dt = kind_of(op) == BinaryKind::compare ? kBool : compute;
   Tensor out = empty(broadcast_shapes(a.shape(), b.shape()), {out_dt, device_of({&a, &b})});
-  run_binary(op, compute, out, a, b);
+  {
+    NoGradGuard no_grad;  // dtype conversions inside are part of this op
+    run_binary(op, compute, out, a, b);
+  }
+  record_binary(op, a, b, out);
   return out;
 }
 
+// In-place ops under autograd: the result is computed out of place from a copy of
+// the old value that keeps the tensor's place in the graph, then written back, and
+// the tensor takes the new node as its grad_fn. (A leaf that requires grad, or a
+// view of a tensor that requires grad, cannot be rebased this way and is refused.)
+Tensor& inplace_with_grad(BinaryOp op, Tensor& self, const Tensor& other) {
+  if (self.requires_grad() && self.is_leaf())
+    throw Error("a leaf Variable that requires grad is being used in an in-place operation.");
+  if (self.impl().autograd && self.impl().autograd->is_view_of_grad_tensor)
+    throw NotImplementedError(
+        "in-place operation on a view of a tensor that requires grad is not supported; clone the view first");
+  Tensor old;
+  {
+    NoGradGuard no_grad;
+    old = self.clone();
+  }
+  old.impl().autograd = self.impl().autograd;
+  Tensor result = binary_op(op, old, other);
+  if (!can_cast(result.dtype(), self.dtype()))
+    throw DTypeError(msg("result type ", result.dtype(), " can't be cast to the desired output type ", self.dtype()));
+  {
+    NoGradGuard no_grad;
+    self.copy_(result);
+  }
+  self.impl().autograd = result.impl().autograd;
+  return self;
+}
+
 Tensor& binary_out(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
+  if (out.is_same(a) && needs_grad({&a, &b}) && op_id(op)) return inplace_with_grad(op, out, b);
+  if (needs_grad({&a, &b}) && op_id(op))
+    throw Error(msg(name_of(op), "(): functions with out=... arguments don't support automatic differentiation, but "
+                                 "one of the arguments requires grad."));
   check_devices({&out, &a, &b});
   const DType compute = binary_compute_type(op, a, b);
   const DType result = kind_of(op) == BinaryKind::compare ? kBool : compute;
@@ -162,6 +267,7 @@ Tensor& binary_out(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
                          shape_str(shape)));
   if (!can_cast(result, out.dtype()))
     throw DTypeError(msg("result type ", result, " can't be cast to the desired output type ", out.dtype()));
+  bump_version(out);
   if (result == out.dtype()) {
     run_binary(op, compute, out, a, b);
   } else {
@@ -203,9 +309,15 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const DType dt = result_type({a, b});
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape()), b.shape());
   Tensor out = empty(shape, {dt, device_of({&condition, &a, &b})});
-  if (!runs_on_cpu("where", out)) return out;
-  Tensor x = a.to(dt), y = b.to(dt);
-  cpu::where(dt, make_loop(shape, {&out, &condition, &x, &y}));
+  if (runs_on_cpu("where", out)) {
+    NoGradGuard no_grad;
+    Tensor x = a.to(dt), y = b.to(dt);
+    cpu::where(dt, make_loop(shape, {&out, &condition, &x, &y}));
+  }
+  if (needs_grad({&a, &b})) {
+    auto node = record(OpId::Where, {&a, &b}, {&out});
+    node->saved = {SavedTensor(condition)};
+  }
   return out;
 }
 Tensor where(const Tensor& c, Scalar a, const Tensor& b) { return where(c, scalar_tensor(a), b); }

@@ -116,7 +116,8 @@ Tensor random_fill(const char* op, const Shape& shape, TensorOptions options, Ge
     throw DTypeError(msg(op, ": expected a floating point dtype but got ", options.dtype));
   Tensor host = empty(shape, options.with_device(kCPU));
   Generator& g = gen ? *gen : default_generator();
-  const uint64_t offset = g.reserve(static_cast<uint64_t>(host.numel()));
+  const uint64_t words = normal ? 2 : static_cast<uint64_t>(cpu::random_words_per_element(options.dtype));
+  const uint64_t offset = g.reserve(words * static_cast<uint64_t>(host.numel()));
   if (normal) cpu::fill_normal(options.dtype, host.data_ptr(), host.numel(), g.seed(), offset, 0.0, 1.0);
   else cpu::fill_uniform(options.dtype, host.data_ptr(), host.numel(), g.seed(), offset, 0.0, 1.0);
   return host.to(options.device);

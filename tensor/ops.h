@@ -46,8 +46,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options);
 // Uniform [0, 1) and standard normal, from `gen` (the default generator if null).
 Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
 Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
-// From host values, with the given shape (1-D when omitted).
-template <class T> Tensor tensor(const std::vector<T>& values, const Shape& shape = {}, TensorOptions options = {});
+// From host values, with the given shape (1-D when omitted); the dtype is T's
+// unless options say otherwise (as libtorch's torch::tensor keeps the C++ type).
+template <class T>
+Tensor tensor(const std::vector<T>& values, const Shape& shape = {}, TensorOptions options = TensorOptions(dtype_of_v<T>));
 Tensor tensor(std::initializer_list<float> values, TensorOptions options = {});
 Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, TensorOptions options = {});
 // A view of caller memory; nothing is copied and the memory must outlive the

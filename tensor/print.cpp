@@ -145,18 +145,19 @@ std::string Tensor::str() const {
   std::vector<std::string> suffixes;
   if (!device().is_cpu()) suffixes.push_back("device='" + device().str() + "'");
   std::string body;
-  if (numel() == 0) {
+  // PyTorch checks meta before emptiness: an empty meta tensor prints as `...`.
+  if (device().is_meta()) {
+    body = "...";
+    std::string s = "size=(";
+    for (int64_t i = 0; i < dim(); ++i) s += (i ? ", " : "") + std::to_string(shape()[i]);
+    suffixes.push_back(s + (dim() == 1 ? ",)" : ")"));
+  } else if (numel() == 0) {
     body = "[]";
     if (dim() != 1) {
       std::string s = "size=(";
       for (int64_t i = 0; i < dim(); ++i) s += (i ? ", " : "") + std::to_string(shape()[i]);
       suffixes.push_back(s + ")");
     }
-  } else if (device().is_meta()) {
-    body = "...";
-    std::string s = "size=(";
-    for (int64_t i = 0; i < dim(); ++i) s += (i ? ", " : "") + std::to_string(shape()[i]);
-    suffixes.push_back(s + (dim() == 1 ? ",)" : ")"));
   } else {
     Tensor host = cpu();
     const bool summarize = host.numel() > kThreshold;
@@ -174,7 +175,9 @@ std::string Tensor::str() const {
     }
     body = tensor_str(host, indent, summarize, Formatter(shown, dtype()));
   }
-  if (dtype() != kFloat32 && dtype() != kInt64 && dtype() != kBool)
+  // Without values to show, only float32 (the default dtype) goes unnamed, as in PyTorch.
+  const bool no_values = numel() == 0 || device().is_meta();
+  if (dtype() != kFloat32 && (no_values || (dtype() != kInt64 && dtype() != kBool)))
     suffixes.push_back(std::string("dtype=ember.") + dtype_name(dtype()));
   std::string out = prefix + body;
   const size_t nl = out.rfind('\n');

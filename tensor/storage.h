@@ -3,7 +3,9 @@
 // width of an AVX-512 load). Meta storage has a size but no memory.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -35,6 +37,10 @@ class Storage {
   Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
+  // Bumped by every in-place write; shared by all views of the storage, so a
+  // tensor saved for backward can tell that it was modified (see tensor/graph.h).
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
   size_t nbytes() const { return nbytes_; }
   const Device& device() const { return device_; }
 
@@ -44,6 +50,7 @@ class Storage {
   Device device_;
   std::function<void(void*)> deleter_;
   bool owned_ = false;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace ember

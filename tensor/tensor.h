@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -24,6 +25,10 @@ namespace ember {
 
 using Shape = std::vector<int64_t>;
 
+struct AutogradMeta;  // tensor/graph.h
+struct Node;
+class Tensor;
+
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   int64_t offset = 0;  // in elements
@@ -34,6 +39,9 @@ struct TensorImpl {
   // A tensor made from a C++ number in `a + 2`: it yields to real tensors in type
   // promotion, as PyTorch's wrapped numbers do.
   bool wrapped_number = false;
+  // Autograd state (requires_grad, grad, grad_fn); null for tensors that never
+  // took part in autograd.
+  std::shared_ptr<AutogradMeta> autograd;
 };
 
 class Tensor {
@@ -138,6 +146,30 @@ class Tensor {
   Tensor matmul(const Tensor& other) const;
 
   std::string str() const;  // PyTorch-style printing
+
+  // ---- autograd (tensor/autograd_api.cpp; the engine is in autograd/) ----
+  bool requires_grad() const;
+  // Marks a leaf as needing gradients; only floating tensors can.
+  Tensor& requires_grad_(bool requires_grad = true);
+  // The accumulated gradient of a leaf (or of a tensor that called retain_grad()).
+  const Tensor& grad() const;
+  Tensor& mutable_grad();
+  void set_grad(const Tensor& grad);
+  bool is_leaf() const;
+  // The node that produced this tensor; null for leaves. name() gives "AddBackward0".
+  std::shared_ptr<Node> grad_fn() const;
+  // The same data, cut from the graph: shares storage, requires no grad.
+  Tensor detach() const;
+  Tensor& detach_();
+  void retain_grad();
+  // Runs after this leaf's gradient has been accumulated in a backward pass.
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook);
+  // Reverse-mode differentiation from this tensor (autograd/engine.cpp). A scalar
+  // may omit `gradient`; retain_graph keeps saved tensors for another backward.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // The storage's in-place write counter.
+  uint64_t version() const;
+  std::shared_ptr<TensorImpl> impl_ptr() const { return impl_; }
 
  private:
   std::shared_ptr<TensorImpl> impl_;

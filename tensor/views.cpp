@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "tensor/checks.h"
+#include "tensor/graph.h"
 #include "tensor/ops.h"
 
 namespace ember {
@@ -15,7 +16,19 @@ Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
   impl->strides = std::move(strides);
   impl->offset = offset;
   impl->wrapped_number = false;
+  impl->autograd = nullptr;  // a view has its own place in the graph (see record_view)
   return Tensor(std::move(impl));
+}
+
+// Records a view op when `base` requires grad; the view remembers that it aliases
+// such a tensor, so in-place writes to it can be refused (see binary_out).
+Tensor record_view(OpId op, const Tensor& base, Tensor view, std::vector<int64_t> ints = {}) {
+  if (!needs_grad({&base})) return view;
+  Tensor out = view;
+  auto node = record(op, {&base}, {&out});
+  node->ints = std::move(ints);
+  out.impl().autograd->is_view_of_grad_tensor = true;
+  return out;
 }
 
 // Resolves one -1 in `shape` against numel.
@@ -84,12 +97,13 @@ Tensor Tensor::view(const Shape& shape) const {
     throw ShapeError(
         "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
         "contiguous subspaces). Use .reshape(...) instead.");
-  return make_view(*this, sizes, *st, storage_offset());
+  return record_view(OpId::View, *this, make_view(*this, sizes, *st, storage_offset()));
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const Shape sizes = infer_size(shape, numel());
-  if (auto st = view_strides(this->shape(), stride(), sizes)) return make_view(*this, sizes, *st, storage_offset());
+  if (auto st = view_strides(this->shape(), stride(), sizes))
+    return record_view(OpId::View, *this, make_view(*this, sizes, *st, storage_offset()));
   return contiguous().view(sizes);
 }
 
@@ -107,7 +121,9 @@ Tensor Tensor::permute(const Shape& dims) const {
     sizes[i] = shape()[d];
     strides[i] = stride()[d];
   }
-  return make_view(*this, sizes, strides, storage_offset());
+  Shape wrapped(n);
+  for (int64_t i = 0; i < n; ++i) wrapped[i] = wrap_dim(dims[i], n);
+  return record_view(OpId::Permute, *this, make_view(*this, sizes, strides, storage_offset()), wrapped);
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -115,18 +131,19 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   if (n == 0) {
     wrap_dim(dim0, 0);
     wrap_dim(dim1, 0);
-    return make_view(*this, shape(), stride(), storage_offset());
+    return record_view(OpId::View, *this, make_view(*this, shape(), stride(), storage_offset()));
   }
   const int64_t a = wrap_dim(dim0, n), b = wrap_dim(dim1, n);
-  Shape sizes = shape(), strides = stride();
-  std::swap(sizes[a], sizes[b]);
-  std::swap(strides[a], strides[b]);
-  return make_view(*this, sizes, strides, storage_offset());
+  Shape perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  std::swap(perm[a], perm[b]);
+  return permute(perm);
 }
 
 Tensor Tensor::t() const {
   if (dim() > 2) throw ShapeError(msg("t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D"));
-  return dim() < 2 ? make_view(*this, shape(), stride(), storage_offset()) : transpose(0, 1);
+  return dim() < 2 ? record_view(OpId::View, *this, make_view(*this, shape(), stride(), storage_offset()))
+                    : transpose(0, 1);
 }
 
 Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
@@ -143,7 +160,8 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   Shape sizes = shape(), strides = stride();
   sizes[d] = (e - s + step - 1) / step;
   strides[d] *= step;
-  return make_view(*this, sizes, strides, storage_offset() + s * stride()[d]);
+  return record_view(OpId::Slice, *this, make_view(*this, sizes, strides, storage_offset() + s * stride()[d]),
+                     {d, s, step});
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
@@ -171,7 +189,8 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   Shape sizes = shape(), strides = stride();
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
-  return make_view(*this, sizes, strides, storage_offset() + index * stride()[d]);
+  return record_view(OpId::Select, *this, make_view(*this, sizes, strides, storage_offset() + index * stride()[d]),
+                     {d, index});
 }
 
 Tensor Tensor::expand(const Shape& target) const {
@@ -203,7 +222,7 @@ Tensor Tensor::expand(const Shape& target) const {
                            ".  Tensor sizes: ", shape_str(shape())));
     }
   }
-  return make_view(*this, sizes, strides, storage_offset());
+  return record_view(OpId::Expand, *this, make_view(*this, sizes, strides, storage_offset()));
 }
 
 Tensor Tensor::squeeze() const {
@@ -213,16 +232,17 @@ Tensor Tensor::squeeze() const {
       sizes.push_back(shape()[i]);
       strides.push_back(stride()[i]);
     }
-  return make_view(*this, sizes, strides, storage_offset());
+  return record_view(OpId::View, *this, make_view(*this, sizes, strides, storage_offset()));
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
   const int64_t d = wrap_dim(dim, this->dim());
-  if (this->dim() == 0 || shape()[d] != 1) return make_view(*this, shape(), stride(), storage_offset());
+  if (this->dim() == 0 || shape()[d] != 1)
+    return record_view(OpId::View, *this, make_view(*this, shape(), stride(), storage_offset()));
   Shape sizes = shape(), strides = stride();
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
-  return make_view(*this, sizes, strides, storage_offset());
+  return record_view(OpId::View, *this, make_view(*this, sizes, strides, storage_offset()));
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
@@ -231,7 +251,7 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
   const int64_t st = d < this->dim() ? stride()[d] * shape()[d] : 1;
   sizes.insert(sizes.begin() + d, 1);
   strides.insert(strides.begin() + d, st);
-  return make_view(*this, sizes, strides, storage_offset());
+  return record_view(OpId::View, *this, make_view(*this, sizes, strides, storage_offset()));
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -264,6 +284,10 @@ Tensor Tensor::as_strided(const Shape& sizes, const Shape& strides, std::optiona
   if (off < 0 || (!empty_view && hi >= capacity))
     throw IndexError(msg("as_strided: the view reaches element ", hi, " but the storage holds ", capacity,
                          " elements"));
+  if (needs_grad({this}))
+    throw NotImplementedError(
+        "as_strided: differentiating through as_strided is not supported; use it on a detached tensor or under "
+        "NoGradGuard");
   return make_view(*this, sizes, strides, off);
 }
 

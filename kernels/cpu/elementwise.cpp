@@ -69,6 +69,8 @@ template <class D, class S>
 inline D convert(S x) {
   if constexpr (std::is_same_v<D, bool>) {
     return static_cast<acc_t<S>>(x) != acc_t<S>(0);
+  } else if constexpr (is_half_v<S> && std::is_integral_v<D>) {
+    return convert<D>(static_cast<float>(x));  // saturating, like float -> int
   } else if constexpr (is_half_v<D> || is_half_v<S>) {
     return static_cast<D>(static_cast<float>(static_cast<acc_t<S>>(x)));
   } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
@@ -217,21 +219,29 @@ void fill(DType dt, void* data, int64_t numel, double fvalue, int64_t ivalue) {
   });
 }
 
-// Each Philox call yields four 32-bit words, so element i uses word i % 4 of
-// counter (offset + i) / 4; offsets advance in multiples of 4 so runs never overlap.
+// Random fills. Each Philox call yields four 32-bit words. float32 and the half
+// types take one word per element (element i: word i % 4 of counter (offset+i)/4);
+// float64 takes two, so neighbours never share bits (element i: words 2(i%2) and
+// 2(i%2)+1 of counter (offset+2i)/4). `offset` counts words; the caller reserves
+// random_words_per_element(dt) * numel of them.
+int random_words_per_element(DType dt) { return dt == DType::Float64 ? 2 : 1; }
+
 void fill_uniform(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset,
                   double low, double high) {
   dispatch_floating(dt, [&]<class T>() {
     T* p = static_cast<T*>(data);
     parallel_range(numel, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        const uint64_t c = offset / 4 + static_cast<uint64_t>(i) / 4;
-        const Philox4x32 r = philox(seed, c, 0);
         double u;
-        if constexpr (std::is_same_v<T, double>) u = uint_to_unit_double(r.v[i % 4], r.v[(i + 1) % 4]);
-        else u = uint_to_unit_float(r.v[i % 4]);
-        double v = low + (high - low) * u;
-        T out = static_cast<T>(v);
+        if constexpr (std::is_same_v<T, double>) {
+          const Philox4x32 r = philox(seed, (offset + 2 * static_cast<uint64_t>(i)) / 4, 0);
+          const int w = static_cast<int>(i % 2) * 2;
+          u = uint_to_unit_double(r.v[w], r.v[w + 1]);
+        } else {
+          const Philox4x32 r = philox(seed, (offset + static_cast<uint64_t>(i)) / 4, 0);
+          u = uint_to_unit_float(r.v[(offset + i) % 4]);
+        }
+        T out = static_cast<T>(low + (high - low) * u);
         // Rounding to a narrow type can land on `high`; [low, high) must hold.
         if (static_cast<double>(static_cast<acc_t<T>>(out)) >= high) out = static_cast<T>(low);
         p[i] = out;
@@ -240,21 +250,22 @@ void fill_uniform(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t o
   });
 }
 
-// Box-Muller on the (word 0, word 1) and (word 2, word 3) pairs of each counter.
+// Box-Muller: one counter's four words make two doubles u1, u2 and so two
+// independent normals, radius*cos(angle) for even elements and radius*sin(angle)
+// for odd ones. Two elements per counter: two words each.
 void fill_normal(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset,
                  double mean, double stddev) {
   dispatch_floating(dt, [&]<class T>() {
     T* p = static_cast<T*>(data);
     parallel_range(numel, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        const uint64_t c = offset / 4 + static_cast<uint64_t>(i) / 4;
-        const Philox4x32 r = philox(seed, c, 1);
-        const int pair = static_cast<int>((i % 4) / 2) * 2;
-        const double u1 = 1.0 - uint_to_unit_double(r.v[pair], r.v[pair] ^ 0x5bd1e995u);  // (0, 1]
-        const double u2 = uint_to_unit_double(r.v[pair + 1], r.v[pair + 1] ^ 0x27d4eb2du);
+        const uint64_t pair = offset / 2 + static_cast<uint64_t>(i);  // two words per element
+        const Philox4x32 r = philox(seed, pair / 2, 1);
+        const double u1 = 1.0 - uint_to_unit_double(r.v[0], r.v[1]);  // (0, 1]: log is finite
+        const double u2 = uint_to_unit_double(r.v[2], r.v[3]);
         const double radius = std::sqrt(-2.0 * std::log(u1));
         const double angle = 6.283185307179586476925 * u2;
-        const double z = (i % 2 == 0) ? radius * std::cos(angle) : radius * std::sin(angle);
+        const double z = (pair % 2 == 0) ? radius * std::cos(angle) : radius * std::sin(angle);
         p[i] = static_cast<T>(mean + stddev * z);
       }
     });

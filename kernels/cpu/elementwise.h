@@ -22,7 +22,10 @@ void where(DType dt, const StridedLoop& loop);
 void copy(DType dst, DType src, const StridedLoop& loop);
 // Contiguous fill. Floating dtypes take `fvalue`, integral and bool take `ivalue`.
 void fill(DType dt, void* data, int64_t numel, double fvalue, int64_t ivalue);
-// Contiguous Philox-based fills: element i depends only on (seed, offset + i).
+// Contiguous Philox-based fills: each element depends only on (seed, offset, its
+// index). `offset` counts 32-bit words; a fill uses random_words_per_element(dt)
+// words per element for uniform and two per element for normal.
+int random_words_per_element(DType dt);
 void fill_uniform(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset,
                   double low, double high);
 void fill_normal(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset,

@@ -1,0 +1,123 @@
+// The autograd graph as the op front-ends record it. A Node stands for one
+// recorded op: edges to the nodes that produced its inputs, the tensors and
+// attributes its backward rule needs, and the metadata of its inputs. Leaves get an
+// AccumulateGrad node. tensor/ only builds this graph; autograd/ walks it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "tensor/op_list.h"
+#include "tensor/tensor.h"
+
+namespace ember {
+
+struct Node;
+
+// Where a gradient goes: input `input_nr` of node `fn` (fn null: nowhere).
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+// A tensor a backward rule needs, with the storage version it had when saved: if
+// an in-place op changes it before backward, unpacking raises instead of silently
+// using the new values. Outputs are saved without their autograd identity, which
+// would otherwise form a cycle node -> output -> node.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  explicit SavedTensor(const Tensor& t);
+  Tensor unpack(const char* node_name) const;
+  void release() { tensor_ = Tensor(); released_ = true; }
+  bool defined() const { return tensor_.defined() || released_; }
+
+ private:
+  Tensor tensor_;
+  uint64_t version_ = 0;
+  bool released_ = false;
+};
+
+// What backward needs to know about an input without keeping it alive.
+struct InputMeta {
+  Shape shape;
+  DType dtype = kFloat32;
+  Device device;
+};
+
+struct Node {
+  OpId op;
+  uint64_t sequence_nr;             // later nodes run first in backward
+  std::vector<Edge> next;           // one per forward input (invalid when it needs no grad)
+  std::vector<InputMeta> inputs;    // one per forward input
+  std::vector<SavedTensor> saved;   // what the backward rule reads
+  std::vector<int64_t> ints;        // integer attributes (dims, sizes, flags)
+  std::vector<double> reals;        // floating attributes
+  std::vector<InputMeta> outputs;   // metadata of each output (to zero-fill a missing gradient)
+  bool released = false;            // saved tensors freed by a backward without retain_graph
+  // AccumulateGrad only: the leaf whose .grad() this node fills.
+  std::shared_ptr<TensorImpl> leaf;
+  // Outputs that called retain_grad(): (output number, the tensor) get their gradient kept.
+  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
+
+  explicit Node(OpId o);
+  const char* name() const { return backward_name(op); }
+};
+
+// Per-tensor autograd state, created when a tensor first requires grad or is
+// produced by a recorded op.
+struct AutogradMeta {
+  bool requires_grad = false;
+  bool retains_grad = false;
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;              // null for leaves
+  uint32_t output_nr = 0;
+  std::weak_ptr<Node> grad_accumulator;       // leaves: the one AccumulateGrad node of this leaf
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
+  bool is_view_of_grad_tensor = false;        // made by a view op from a tensor that requires grad
+};
+
+// ---- grad mode: a thread-local switch, on by default ----
+bool grad_mode_enabled();
+void set_grad_mode(bool enabled);
+
+// Disables recording in its scope (and restores the previous state on exit).
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(grad_mode_enabled()) { set_grad_mode(false); }
+  ~NoGradGuard() { set_grad_mode(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+class EnableGradGuard {
+ public:
+  EnableGradGuard() : previous_(grad_mode_enabled()) { set_grad_mode(true); }
+  ~EnableGradGuard() { set_grad_mode(previous_); }
+
+ private:
+  bool previous_;
+};
+
+// ---- recording, used by op front-ends ----
+// Whether an op over these inputs must record: grad mode on and one input requires grad.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+bool needs_grad(const std::vector<Tensor>& inputs);
+// Creates the node for `op` with edges to `inputs` and marks `outputs` as its
+// results (requires_grad, grad_fn, output_nr). Returns the node so the caller can
+// attach saved tensors and attributes.
+std::shared_ptr<Node> record(OpId op, const std::vector<const Tensor*>& inputs,
+                             const std::vector<Tensor*>& outputs);
+// The edge a gradient for `t` should follow: its grad_fn, or its leaf accumulator.
+Edge gradient_edge(const Tensor& t);
+// Marks a storage as modified (in-place ops and out= writes).
+void bump_version(const Tensor& t);
+
+}  // namespace ember

@@ -1,0 +1,421 @@
+// The reduction table: sum, mean, var (correction 0 and 1), amax, amin, max/min
+// with indices, argmax/argmin, each over single, several, all and negative dims,
+// keepdim on and off, on contiguous, transposed, permuted, sliced and expanded
+// inputs of every dtype PyTorch accepts, against float64 loops written here. Then
+// the cases a table cannot show well: column reductions, a 5M-element sum, ties
+// (first index wins) and NaN across thread splits, argmax over the flattened input.
+#include <cmath>
+#include <functional>
+
+#include <catch2/catch.hpp>
+
+#include "support/reference.h"
+
+using namespace ember;
+using ref::Array;
+using ref::Layout;
+
+namespace {
+
+const DType kAll[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64, kBool};
+
+// The values of each output's reduced set, in row-major order over the reduced
+// dims; outputs in row-major order over the kept dims.
+struct Groups {
+  Shape keep_shape, out_shape;  // with keepdim true / false
+  std::vector<std::vector<double>> values;
+};
+
+Groups group(const Array& x, const std::vector<bool>& reduced) {
+  Groups g;
+  const int64_t nd = static_cast<int64_t>(x.shape.size());
+  Shape kept_sizes, red_sizes;
+  std::vector<int64_t> kept_dims, red_dims;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (reduced[d]) {
+      g.keep_shape.push_back(1);
+      red_dims.push_back(d);
+      red_sizes.push_back(x.shape[d]);
+    } else {
+      g.keep_shape.push_back(x.shape[d]);
+      g.out_shape.push_back(x.shape[d]);
+      kept_dims.push_back(d);
+      kept_sizes.push_back(x.shape[d]);
+    }
+  }
+  Shape cstride(nd, 1);
+  for (int64_t d = nd - 2; d >= 0; --d) cstride[d] = cstride[d + 1] * x.shape[d + 1];
+  const int64_t nout = ref::numel(kept_sizes), nred = ref::numel(red_sizes);
+  g.values.resize(nout);
+  for (int64_t o = 0; o < nout; ++o) {
+    const auto ko = ref::unravel(o, kept_sizes);
+    int64_t base = 0;
+    for (size_t k = 0; k < kept_dims.size(); ++k) base += ko[k] * cstride[kept_dims[k]];
+    for (int64_t r = 0; r < nred; ++r) {
+      const auto ro = ref::unravel(r, red_sizes);
+      int64_t off = base;
+      for (size_t k = 0; k < red_dims.size(); ++k) off += ro[k] * cstride[red_dims[k]];
+      g.values[o].push_back(x.v[off]);
+    }
+  }
+  return g;
+}
+
+double sum_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+double abs_sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += std::fabs(x);
+  return s;
+}
+double var_of(const std::vector<double>& v, int64_t correction) {
+  const double n = static_cast<double>(v.size());
+  if (n - correction <= 0) return NAN;
+  const double m = sum_of(v) / n;
+  double sq = 0;
+  for (double x : v) sq += (x - m) * (x - m);
+  return sq / (n - correction);
+}
+// Index of the first maximum (want_max) or minimum; the first NaN wins.
+int64_t arg_of(const std::vector<double>& v, bool want_max) {
+  int64_t best = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isnan(v[i])) return static_cast<int64_t>(i);
+    if (want_max ? v[i] > v[best] : v[i] < v[best]) best = static_cast<int64_t>(i);
+  }
+  return best;
+}
+
+// The error allowed for a floating result: the result dtype's rounding plus an
+// accumulation term proportional to the magnitude of what was added up.
+double acc_eps(DType dt) {
+  switch (dt) {
+    case DType::Float32: return 1e-6;
+    case DType::Float64: return 1e-13;
+    case DType::Float16: return 1e-4;
+    case DType::BFloat16: return 1e-3;
+    default: return 0;
+  }
+}
+
+// Half an ulp of the result dtype, relative.
+double out_rounding(DType dt) {
+  switch (dt) {
+    case DType::Float32: return std::ldexp(1.0, -24);
+    case DType::Float64: return std::ldexp(1.0, -53);
+    case DType::Float16: return std::ldexp(1.0, -11);
+    case DType::BFloat16: return std::ldexp(1.0, -8);
+    default: return 0;
+  }
+}
+
+struct Expect {
+  double value;
+  double allowed;
+};
+
+struct ReduceRow {
+  const char* name;
+  std::vector<DType> dtypes;
+  bool single_dim;       // takes exactly one dim (max/min with indices, argmax/argmin)
+  bool empty_raises;     // reducing over an empty dim raises IndexError
+  bool ties;             // draw small integers so that ties happen
+  DType (*out)(DType);
+  std::function<Tensor(const Tensor&, const Shape&, bool)> fn;
+  std::function<Expect(const std::vector<double>&, DType out)> ref;
+};
+
+DType same(DType d) { return d; }
+DType as_int64(DType) { return kInt64; }
+DType sum_type(DType d) { return is_floating(d) ? d : kInt64; }
+
+std::vector<ReduceRow> rows() {
+  const std::vector<DType> floats = {kFloat32, kFloat64, kFloat16, kBFloat16};
+  const std::vector<DType> all(std::begin(kAll), std::end(kAll));
+  const std::vector<DType> no_bool = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64};
+  auto exact = [](double v) { return Expect{v, 0}; };
+  std::vector<ReduceRow> r;
+  r.push_back({"sum", all, false, false, false, sum_type,
+               [](const Tensor& t, const Shape& d, bool k) { return t.sum(d, k); },
+               [](const std::vector<double>& v, DType o) {
+                 const double s = sum_of(v);
+                 return Expect{s, ref::tol_for(o).rtol * std::fabs(s) + acc_eps(o) * abs_sum(v)};
+               }});
+  r.push_back({"mean", floats, false, false, false, same,
+               [](const Tensor& t, const Shape& d, bool k) { return ember::mean(t, d, k); },
+               [](const std::vector<double>& v, DType o) {
+                 const double n = static_cast<double>(v.size());
+                 const double m = v.empty() ? NAN : sum_of(v) / n;
+                 return Expect{m, ref::tol_for(o).rtol * std::fabs(m) + acc_eps(o) * abs_sum(v) / n};
+               }});
+  for (int64_t c : {0, 1})
+    r.push_back({c ? "var(correction=1)" : "var(correction=0)", floats, false, false, false, same,
+                 [c](const Tensor& t, const Shape& d, bool k) { return t.var(d, c, k); },
+                 [c](const std::vector<double>& v, DType o) {
+                   const double x = var_of(v, c);
+                   double sq = 0;
+                   for (double e : v) sq += e * e;
+                   return Expect{x, ref::tol_for(o).rtol * std::fabs(x) + acc_eps(o) * sq / std::max<double>(1, v.size())};
+                 }});
+  r.push_back({"amax", all, false, true, true, same,
+               [](const Tensor& t, const Shape& d, bool k) { return amax(t, d, k); },
+               [](const std::vector<double>& v, DType) { return Expect{v[arg_of(v, true)], 0}; }});
+  r.push_back({"amin", all, false, true, true, same,
+               [](const Tensor& t, const Shape& d, bool k) { return t.amin(d, k); },
+               [](const std::vector<double>& v, DType) { return Expect{v[arg_of(v, false)], 0}; }});
+  r.push_back({"max(dim).values", all, true, true, true, same,
+               [](const Tensor& t, const Shape& d, bool k) { return std::get<0>(t.max(d[0], k)); },
+               [](const std::vector<double>& v, DType) { return Expect{v[arg_of(v, true)], 0}; }});
+  r.push_back({"max(dim).indices", all, true, true, true, as_int64,
+               [](const Tensor& t, const Shape& d, bool k) { return std::get<1>(ember::max(t, d[0], k)); },
+               [exact](const std::vector<double>& v, DType) { return exact(static_cast<double>(arg_of(v, true))); }});
+  r.push_back({"min(dim).values", all, true, true, true, same,
+               [](const Tensor& t, const Shape& d, bool k) { return std::get<0>(ember::min(t, d[0], k)); },
+               [](const std::vector<double>& v, DType) { return Expect{v[arg_of(v, false)], 0}; }});
+  r.push_back({"min(dim).indices", all, true, true, true, as_int64,
+               [](const Tensor& t, const Shape& d, bool k) { return std::get<1>(t.min(d[0], k)); },
+               [exact](const std::vector<double>& v, DType) { return exact(static_cast<double>(arg_of(v, false))); }});
+  r.push_back({"argmax", no_bool, true, true, true, as_int64,
+               [](const Tensor& t, const Shape& d, bool k) { return t.argmax(d[0], k); },
+               [exact](const std::vector<double>& v, DType) { return exact(static_cast<double>(arg_of(v, true))); }});
+  r.push_back({"argmin", no_bool, true, true, true, as_int64,
+               [](const Tensor& t, const Shape& d, bool k) { return ember::argmin(t, d[0], k); },
+               [exact](const std::vector<double>& v, DType) { return exact(static_cast<double>(arg_of(v, false))); }});
+  return r;
+}
+
+struct Case {
+  Shape shape;
+  std::vector<Shape> dims;  // {} means all dims
+};
+
+const std::vector<Case> kCases = {
+    {{}, {{}, {0}, {-1}}},
+    {{0}, {{}, {0}}},
+    {{3, 0}, {{0}, {1}, {}}},
+    {{1}, {{0}, {}}},
+    {{7}, {{0}, {-1}, {}}},
+    {{4, 5}, {{0}, {1}, {-1}, {0, 1}, {}, {-2, -1}}},
+    {{3, 4, 5}, {{0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1}, {-1, 0}, {}}},
+    {{2, 3, 4, 5}, {{1, 3}, {0, 2}, {0, 1, 2, 3}, {3, 1}, {-3}}},
+    {{2, 1, 6}, {{1}, {0, 1}, {2}}},
+    {{70, 40}, {{0}, {1}, {}}},  // column schedule (dim 0, >= 16 outputs per row) and rows
+};
+
+std::vector<bool> mask_of(const Shape& dims, int64_t nd) {
+  std::vector<bool> m(nd, dims.empty());
+  for (int64_t d : dims)
+    if (nd) m[d < 0 ? d + nd : d] = true;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("reductions match the float64 reference", "[ops][reduce]") {
+  std::mt19937_64 rng(1001);
+  const Layout layouts[] = {Layout::contiguous, Layout::transposed, Layout::permuted, Layout::sliced,
+                            Layout::expanded};
+  for (const ReduceRow& row : rows())
+    for (DType dt : row.dtypes)
+      for (const Case& c : kCases)
+        for (Layout l : layouts) {
+          if (!ref::layout_applies(l, c.shape)) continue;
+          if (ref::numel(c.shape) > 1000 && (dt == kInt8 || dt == kUInt8 || dt == kBool || l == Layout::expanded))
+            continue;
+          Tensor x;
+          if (row.ties) {  // small integers (halves in floating dtypes) so that ties happen
+            x = ref::layout_tensor(c.shape, dt, l, [&](int64_t n) {
+              auto v = ref::random_values(n, is_floating(dt) ? kInt64 : dt, rng, -3, 3);
+              if (is_floating(dt))
+                for (double& e : v) e /= 2;
+              return v;
+            });
+          } else {
+            x = ref::random_tensor(c.shape, dt, l, rng, is_floating(dt) ? -1 : -20, is_floating(dt) ? 1 : 20);
+          }
+          const Array X = ref::read(x);
+          const DType out = row.out(dt);
+          for (const Shape& dims : c.dims) {
+            if (row.single_dim && dims.size() != 1) continue;
+            const auto mask = mask_of(dims, static_cast<int64_t>(c.shape.size()));
+            const Groups g = group(X, mask);
+            // Reducing over an empty dim raises for max-like ops even when there are no outputs.
+            bool empty_dim = false;
+            for (size_t d = 0; d < c.shape.size(); ++d) empty_dim = empty_dim || (mask[d] && c.shape[d] == 0);
+            for (bool keepdim : {false, true}) {
+              INFO(row.name << " of " << ref::str(dt) << ref::str(c.shape) << " (" << ref::layout_name(l)
+                            << ") over dims " << ref::str(dims) << (keepdim ? ", keepdim" : ""));
+              if (row.empty_raises && empty_dim) {
+                CHECK_THROWS_AS(row.fn(x, dims, keepdim), IndexError);
+                continue;
+              }
+              Tensor y = row.fn(x, dims, keepdim);
+              Array want{keepdim ? g.keep_shape : g.out_shape, {}};
+              std::vector<double> allowed;
+              for (const auto& v : g.values) {
+                const Expect e = row.ref(v, out);
+                want.v.push_back(e.value);
+                allowed.push_back(e.allowed);
+              }
+              CHECK(y.dtype() == out);
+              CHECK(ref::compare_within(y, want, allowed) == "");
+            }
+          }
+        }
+}
+
+TEST_CASE("mean and var reject integer inputs; sum widens them to int64", "[ops][reduce]") {
+  for (DType dt : {kInt8, kUInt8, kInt32, kInt64, kBool}) {
+    INFO(ref::str(dt));
+    Tensor x = ref::make({3}, dt, {1, 1, 0});
+    CHECK_THROWS_AS(ember::mean(x), DTypeError);
+    CHECK_THROWS_AS(x.var(), DTypeError);
+    CHECK(x.sum().dtype() == kInt64);
+    CHECK(ref::read(x.sum()).v == std::vector<double>{2});
+  }
+  // int8 sums do not wrap: they accumulate in int64 like PyTorch.
+  Tensor big = ref::make({4}, kInt8, {127, 127, 127, 127});
+  CHECK(ref::read(big.sum()).v == std::vector<double>{508});
+  Tensor u = ref::make({3}, kUInt8, {255, 255, 255});
+  CHECK(ref::read(u.sum()).v == std::vector<double>{765});
+}
+
+TEST_CASE("column reductions and a 5M-element sum are accurate", "[ops][reduce]") {
+  std::mt19937_64 rng(1002);
+  // Reduce dim 0 of [N, M]: every output walks a strided column.
+  for (auto [n, m] : {std::pair<int64_t, int64_t>{1000, 300}, {4097, 33}, {3, 1000}, {50000, 17}}) {
+    for (DType dt : {kFloat32, kFloat64, kInt32, kFloat16}) {
+      INFO(n << "x" << m << " " << ref::str(dt));
+      Tensor x = ref::random_tensor({n, m}, dt, Layout::contiguous, rng, dt == kInt32 ? -1000 : 0, dt == kInt32 ? 1000 : 1);
+      const Array X = ref::read(x);
+      Array ws{{m}, std::vector<double>(m, 0)}, wm{{1, m}, {}};
+      std::vector<double> abs(m, 0), allowed_s(m), allowed_m(m);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          ws.v[j] += X.v[i * m + j];
+          abs[j] += std::fabs(X.v[i * m + j]);
+        }
+      const DType out = is_floating(dt) ? dt : kInt64;
+      for (int64_t j = 0; j < m; ++j) {
+        wm.v.push_back(ws.v[j] / n);
+        // The result's own rounding plus 1e-6 of the magnitude (float32): long columns
+        // must not be summed in one float32 chain.
+        allowed_s[j] = out_rounding(out) * std::fabs(ws.v[j]) + acc_eps(out) * abs[j];
+        allowed_m[j] = allowed_s[j] / n;
+      }
+      CHECK(ref::compare_within(x.sum({0}), ws, allowed_s) == "");
+      if (is_floating(dt)) CHECK(ref::compare_within(x.mean({0}, true), wm, allowed_m) == "");
+      // The same through a transposed view: reduce dim 1 of x.t().
+      CHECK(ref::compare_within(x.t().sum({-1}), ws, allowed_s) == "");
+    }
+  }
+  // A full float32 sum of 5M elements stays within a few float32 ulps of the exact sum.
+  const int64_t n = 5'000'000;
+  std::vector<double> v = ref::random_values(n, kFloat32, rng, 0, 1);
+  Tensor x = ref::make({n}, kFloat32, v);
+  double exact = 0;
+  for (double e : v) exact += e;
+  const double got = ref::read(x.sum()).v[0];
+  INFO("sum " << got << " vs " << exact);
+  CHECK(std::fabs(got - exact) <= 1e-6 * exact);
+  CHECK(std::fabs(ref::read(x.mean()).v[0] - exact / n) <= 1e-6 * exact / n);
+  // And with a mean far from zero, var keeps its precision (two-pass or equivalent).
+  Tensor shifted = x + 1000;
+  const Array S = ref::read(shifted);
+  double m = 0, sq = 0;
+  for (double e : S.v) m += e;
+  m /= n;
+  for (double e : S.v) sq += (e - m) * (e - m);
+  const double want_var = sq / (n - 1);
+  INFO("var " << ref::read(shifted.var()).v[0] << " vs " << want_var);
+  CHECK(std::fabs(ref::read(shifted.var()).v[0] - want_var) <= 1e-4 * want_var);
+  // Rows of a [4, 1.25M] tensor, reduced by each row and column.
+  Tensor r = x.view({4, n / 4});
+  for (int64_t i = 0; i < 4; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < n / 4; ++j) s += v[i * (n / 4) + j];
+    CHECK(std::fabs(ref::read(r.sum({1})).v[i] - s) <= 1e-6 * s);
+  }
+}
+
+TEST_CASE("max/min/argmax: first index on ties, NaN wins, whatever the thread count", "[ops][reduce]") {
+  const int saved = get_num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    INFO(threads << " threads");
+    for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32}) {
+      INFO(ref::str(dt));
+      for (int64_t n : {10, 100000}) {
+        // Two equal maxima, in the first and the last quarter (different thread slices).
+        std::vector<double> v(n, 0);
+        for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % 7) - 3;
+        const int64_t a = n / 5, b = n - n / 5;
+        v[a] = 50;
+        v[b] = 50;
+        v[a + 1] = -50;
+        v[b - 1] = -50;
+        Tensor x = ref::make({n}, dt, v);
+        CHECK(x.argmax().item<int64_t>() == a);
+        CHECK(x.argmin().item<int64_t>() == a + 1);
+        auto [mv, mi] = x.max(0);
+        CHECK(mi.item<int64_t>() == a);
+        CHECK(mv.item<double>() == 50);
+        auto [nv, ni] = ember::min(x, 0, true);
+        CHECK(ni.shape() == Shape{1});
+        CHECK(ni.item<int64_t>() == a + 1);
+        CHECK(nv.item<double>() == -50);
+        CHECK(x.max().item<double>() == 50);
+        CHECK(x.min().item<double>() == -50);
+        CHECK(x.amax().item<double>() == 50);
+        if (is_floating(dt)) {
+          // A NaN beats every number, and the first NaN is the index reported.
+          v[b + 1] = NAN;
+          v[n - 1] = NAN;
+          Tensor y = ref::make({n}, dt, v);
+          CHECK(y.argmax().item<int64_t>() == b + 1);
+          CHECK(y.argmin().item<int64_t>() == b + 1);
+          CHECK(std::isnan(y.max().item<double>()));
+          CHECK(std::isnan(y.amin().item<double>()));
+          CHECK(std::get<1>(y.max(0)).item<int64_t>() == b + 1);
+          CHECK(std::isnan(std::get<0>(y.min(0)).item<double>()));
+          CHECK(std::isnan(y.sum().item<double>()));
+        }
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
+TEST_CASE("argmax without dim indexes the flattened input, in row-major order", "[ops][reduce]") {
+  std::mt19937_64 rng(1003);
+  for (Layout l : {Layout::contiguous, Layout::transposed, Layout::permuted, Layout::sliced}) {
+    Tensor x = ref::random_tensor({3, 4, 5}, kFloat32, l, rng, -1, 1);
+    const Array X = ref::read(x);
+    INFO(ref::layout_name(l));
+    CHECK(x.argmax().item<int64_t>() == arg_of(X.v, true));
+    CHECK(x.argmin().item<int64_t>() == arg_of(X.v, false));
+    CHECK(x.argmax().dim() == 0);
+    CHECK(x.argmax(std::nullopt, true).shape() == Shape{1, 1, 1});
+    CHECK(x.argmax(std::nullopt, true).item<int64_t>() == arg_of(X.v, true));
+  }
+  CHECK(ref::make({}, kInt64, {5}).argmax().item<int64_t>() == 0);
+  CHECK_THROWS_AS(zeros({0, 3}).argmax(), IndexError);
+  CHECK(zeros({0, 3}).argmax(1).shape() == Shape{0});
+}
+
+TEST_CASE("reductions of empty tensors", "[ops][reduce]") {
+  CHECK(zeros({0}).sum().item<float>() == 0);
+  CHECK(zeros({0, 3}, kInt32).sum().item<int64_t>() == 0);
+  CHECK(std::isnan(zeros({0}).mean().item<float>()));
+  CHECK(ref::read(zeros({0, 3}).sum({0})).v == std::vector<double>{0, 0, 0});
+  CHECK(zeros({0, 3}).sum({1}).shape() == Shape{0});
+  CHECK(zeros({0, 3}).amax({1}).shape() == Shape{0});
+  CHECK_THROWS_AS(zeros({0, 3}).amax({0}), IndexError);
+  CHECK_THROWS_AS(zeros({0}).max(), IndexError);
+  CHECK_THROWS_AS(zeros({2, 0}).max(1), IndexError);
+  CHECK(std::isnan(ones({1}).var().item<float>()));  // one value, correction 1
+  CHECK(ones({1}).var({}, 0).item<float>() == 0);
+}
