@@ -2,7 +2,10 @@
 #pragma once
 
 #include "ember_config.h"
+#include "autograd/engine.h"
+#include "autograd/gradcheck.h"
 #include "kernels/base/parallel.h"
 #include "tensor/cpu_allocator.h"
+#include "tensor/graph.h"
 #include "tensor/ops.h"
 #include "tensor/tensor.h"

@@ -322,6 +322,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 }
 Tensor where(const Tensor& c, Scalar a, const Tensor& b) { return where(c, scalar_tensor(a), b); }
 Tensor where(const Tensor& c, const Tensor& a, Scalar b) { return where(c, a, scalar_tensor(b)); }
+Tensor where(const Tensor& c, Scalar a, Scalar b) { return where(c, scalar_tensor(a), scalar_tensor(b)); }
 
 // clamp composes maximum and minimum; with min > max every element becomes max, as in PyTorch.
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {

@@ -1,6 +1,7 @@
 // cat and stack: the result's dtype is the promotion of all inputs; each input is
 // copied (with conversion) into its slice of the output.
 #include "tensor/checks.h"
+#include "tensor/graph.h"
 #include "tensor/ops.h"
 
 namespace ember {
@@ -34,10 +35,17 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     shape[d] += t.shape()[d];
   }
   Tensor out = empty(shape, {dt, ref.device()});
-  int64_t offset = 0;
-  for (const Tensor* t : parts) {
-    out.narrow(d, offset, t->shape()[d]).copy_(*t);
-    offset += t->shape()[d];
+  {
+    NoGradGuard no_grad;
+    int64_t offset = 0;
+    for (const Tensor* t : parts) {
+      out.narrow(d, offset, t->shape()[d]).copy_(*t);
+      offset += t->shape()[d];
+    }
+  }
+  if (needs_grad(tensors)) {  // ints = [dim]
+    auto node = record(OpId::Cat, ptrs, {&out});
+    node->ints = {d};
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_integer.h"
 #include "tensor/checks.h"
+#include "tensor/graph.h"
 #include "tensor/ops.h"
 
 namespace ember {
@@ -104,6 +105,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   out_shape.push_back(m);
   out_shape.push_back(n);
   Tensor out = empty(out_shape, {a.dtype(), a.device()});
+  if (needs_grad({&a, &b})) {  // recorded for the >= 2-D case; the 1-D cases add views around it
+    auto node = record(OpId::Matmul, {&a, &b}, {&out});
+    node->saved = {SavedTensor(a), SavedTensor(b)};
+  }
+  NoGradGuard no_grad;
   if (out.numel() == 0 || !runs_on_cpu("matmul", a)) return out;
   Shape ae = batch, be = batch;
   ae.insert(ae.end(), {m, k});
@@ -113,7 +119,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   for (int64_t s : batch) B *= s;
   Tensor o3 = out.view({B, m, n});
   if (k == 0) {
-    o3.zero_();
+    o3.fill_(0);
     return out;
   }
   batched_gemm(a3, b3, o3);

@@ -76,6 +76,7 @@ Tensor& binary_out(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, Scalar a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b);
+Tensor where(const Tensor& condition, Scalar a, Scalar b);
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max);
 
 // ---- reductions ----

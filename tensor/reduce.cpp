@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/reduce.h"
 #include "tensor/checks.h"
+#include "tensor/graph.h"
 #include "tensor/ops.h"
 
 namespace ember {
@@ -109,7 +110,20 @@ Tensor reduce_values(const char* name, ReduceOp op, const Tensor& a, const Shape
   const auto mask = reduced_mask(name, a, dims);
   Tensor out = empty(out_shape(a, mask, true), {out_dtype, a.device()});
   if (runs_on_cpu(name, a)) run_reduce(op, a, mask, &out, nullptr, false, correction);
-  return finish(out, a, mask, keepdim);
+  out = finish(out, a, mask, keepdim);
+  if (needs_grad({&a}) && is_floating(out_dtype)) {
+    // ints = [keepdim, (correction), reduced dims...]
+    static constexpr OpId ids[] = {OpId::Sum, OpId::Mean, OpId::Var, OpId::Amax, OpId::Amin};
+    const OpId id = ids[static_cast<int>(op)];
+    auto node = record(id, {&a}, {&out});
+    node->ints.push_back(keepdim);
+    if (op == ReduceOp::var) node->ints.push_back(correction);
+    for (int64_t d = 0; d < a.dim(); ++d)
+      if (mask[d]) node->ints.push_back(d);
+    if (op == ReduceOp::var) node->saved = {SavedTensor(a)};
+    if (op == ReduceOp::amax || op == ReduceOp::amin) node->saved = {SavedTensor(a), SavedTensor(out)};
+  }
+  return out;
 }
 
 void require_floating(const char* op, const Tensor& a) {
@@ -127,7 +141,14 @@ std::tuple<Tensor, Tensor> extreme_with_index(const char* name, ReduceOp op, con
   Tensor values = empty(s, {a.dtype(), a.device()});
   Tensor indices = empty(s, {kInt64, a.device()});
   if (runs_on_cpu(name, a)) run_reduce(op, a, mask, &values, &indices, true, 0);
-  return {finish(values, a, mask, keepdim), finish(indices, a, mask, keepdim)};
+  values = finish(values, a, mask, keepdim);
+  indices = finish(indices, a, mask, keepdim);
+  if (needs_grad({&a})) {  // only the values are differentiable; ints = [dim, keepdim]
+    auto node = record(op == ReduceOp::amax ? OpId::MaxDim : OpId::MinDim, {&a}, {&values});
+    node->ints = {a.dim() == 0 ? 0 : wrap_dim(dim, a.dim()), keepdim};
+    node->saved = {SavedTensor(indices)};
+  }
+  return {values, indices};
 }
 
 Tensor arg_extreme(const char* name, ReduceOp op, const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
