@@ -7,5 +7,6 @@
 #include "kernels/base/parallel.h"
 #include "tensor/cpu_allocator.h"
 #include "tensor/graph.h"
+#include "tensor/nn_ops.h"
 #include "tensor/ops.h"
 #include "tensor/tensor.h"

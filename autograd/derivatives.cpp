@@ -4,7 +4,10 @@
 // what the op's front-end stored when it recorded the node; the comment on each
 // case says which. Broadcasting inputs get their gradient summed back to their shape.
 #include "autograd/engine.h"
+#include <algorithm>
+
 #include "tensor/checks.h"
+#include "tensor/nn_ops.h"
 #include "tensor/ops.h"
 
 namespace ember::autograd {
@@ -218,6 +221,27 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       r.select(n.ints[0], n.ints[1]).copy_(g);
       return {r};
     }
+
+    // ---- layers (tensor/nn_ops.h) ----
+    case OpId::Conv2d: {  // saved x, weight; ints = stride(2), padding(2), dilation(2), groups, has_bias
+      Tensor x = saved(0), w = saved(1);
+      const Pair stride{n.ints[0], n.ints[1]}, padding{n.ints[2], n.ints[3]}, dilation{n.ints[4], n.ints[5]};
+      const int64_t groups = n.ints[6];
+      Tensor gx, gw, gb;
+      if (n.next[0].valid()) gx = conv2d_backward_input(g, w, x.shape(), stride, padding, dilation, groups);
+      if (n.next[1].valid() || (n.ints[7] && n.next[2].valid()))
+        std::tie(gw, gb) = conv2d_backward_weight(g, x, w.shape(), stride, padding, dilation, groups, n.ints[7]);
+      return {gx, gw, gb};
+    }
+    case OpId::MaxPool2d: return {max_pool2d_backward(g, saved(0), shape_of(0))};  // saved indices
+    case OpId::AvgPool2d: {  // ints = kernel(2), stride(2), padding(2), ceil_mode, count_include_pad, divisor
+      const auto& i = n.ints;
+      return {avg_pool2d_backward(g, shape_of(0), {i[0], i[1]}, {i[2], i[3]}, {i[4], i[5]}, i[6], i[7], i[8])};
+    }
+    case OpId::CrossEntropy:  // saved logits, targets, lse; ints = [ignore_index]
+      return {cross_entropy_backward(g, saved(0), saved(1), saved(2), n.ints[0])};
+    case OpId::NllLoss:  // saved targets; ints = [ignore_index]
+      return {nll_loss_backward(g, saved(0), shape_of(0), n.ints[0])};
     case OpId::AccumulateGrad: break;  // handled by the engine
   }
   throw Error(msg("internal error: no backward rule ran for ", n.name()));

@@ -17,7 +17,10 @@
   /* linear algebra, joining, copies */                                                      \
   X(Matmul, matmul) X(Cat, cat) X(ToCopy, to) X(Clone, clone)                                  \
   /* views */                                                                                \
-  X(View, view) X(Permute, permute) X(Expand, expand) X(Slice, slice) X(Select, select)
+  X(View, view) X(Permute, permute) X(Expand, expand) X(Slice, slice) X(Select, select)       \
+  /* layers (tensor/nn_ops.h) */                                                             \
+  X(Conv2d, conv2d) X(MaxPool2d, max_pool2d) X(AvgPool2d, avg_pool2d)                         \
+  X(CrossEntropy, cross_entropy) X(NllLoss, nll_loss)
 
 namespace ember {
 

@@ -1,0 +1,234 @@
+// The floors: a peak-FMA loop and a copy-bandwidth loop, both on OpenMP threads.
+// The FMA loop is written three times, for AVX-512, AVX2 and portable 16-byte
+// vectors, each compiled for its instruction set by a target attribute and picked
+// at run time, as the GEMM kernels are.
+#include "bench/floors.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace ember::bench {
+namespace {
+
+// Chains per loop: FMA latency (4 cycles) times two FMA pipes needs eight
+// independent accumulators to keep both busy; twelve leave slack for the loop.
+constexpr int kChains = 12;
+
+// Each loop runs `iters` rounds of kChains FMAs and returns the number of flops
+// per round per call site (2 * lanes * kChains); the sum it stores into *sink keeps
+// the compiler from deleting the work.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) int64_t fma_loop_avx512(int64_t iters, bool f64, double* sink) {
+  if (f64) {
+    __m512d acc[kChains];
+    const __m512d m = _mm512_set1_pd(0.9999999), a = _mm512_set1_pd(1e-7);
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_pd(double(i));
+    for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+      for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_pd(acc[i], m, a);
+    }
+    for (int i = 1; i < kChains; ++i) acc[0] = _mm512_add_pd(acc[0], acc[i]);
+    alignas(64) double out[8];
+    _mm512_store_pd(out, acc[0]);
+    *sink += out[0] + out[7];
+    return 2 * 8 * kChains;
+  }
+  __m512 acc[kChains];
+  const __m512 m = _mm512_set1_ps(0.9999999f), a = _mm512_set1_ps(1e-7f);
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(float(i));
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+  }
+  for (int i = 1; i < kChains; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, acc[0]);
+  *sink += out[0] + out[15];
+  return 2 * 16 * kChains;
+}
+
+__attribute__((target("avx2,fma"))) int64_t fma_loop_avx2(int64_t iters, bool f64, double* sink) {
+  alignas(32) double out_d[4];
+  alignas(32) float out_f[8];
+  if (f64) {
+    __m256d acc[kChains];
+    const __m256d m = _mm256_set1_pd(0.9999999), a = _mm256_set1_pd(1e-7);
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_pd(double(i));
+    for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+      for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_pd(acc[i], m, a);
+    }
+    for (int i = 1; i < kChains; ++i) acc[0] = _mm256_add_pd(acc[0], acc[i]);
+    _mm256_store_pd(out_d, acc[0]);
+    *sink += out_d[0] + out_d[3];
+    return 2 * 4 * kChains;
+  }
+  __m256 acc[kChains];
+  const __m256 m = _mm256_set1_ps(0.9999999f), a = _mm256_set1_ps(1e-7f);
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(float(i));
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+  }
+  for (int i = 1; i < kChains; ++i) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+  _mm256_store_ps(out_f, acc[0]);
+  *sink += out_f[0] + out_f[7];
+  return 2 * 8 * kChains;
+}
+#endif
+
+// Without FMA instructions a multiply and an add make the pair; counting them as
+// one FMA keeps the unit comparable with the GEMM's 2*m*n*k.
+template <class T>
+int64_t fma_loop_generic_t(int64_t iters, double* sink) {
+  typedef T V __attribute__((vector_size(16)));
+  V acc[kChains];
+  const V m = V{} + T(0.9999999), a = V{} + T(1e-7);
+  for (int i = 0; i < kChains; ++i) acc[i] = V{} + T(i);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kChains; ++i) acc[i] = acc[i] * m + a;
+  }
+  for (int i = 1; i < kChains; ++i) acc[0] += acc[i];
+  *sink += double(acc[0][0]);
+  return 2 * int64_t(16 / sizeof(T)) * kChains;
+}
+
+int64_t fma_loop_generic(int64_t iters, bool f64, double* sink) {
+  return f64 ? fma_loop_generic_t<double>(iters, sink) : fma_loop_generic_t<float>(iters, sink);
+}
+
+using FmaLoop = int64_t (*)(int64_t, bool, double*);
+
+struct Isa {
+  FmaLoop loop;
+  const char* name;
+};
+
+Isa pick_isa() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return {fma_loop_avx512, "avx512"};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {fma_loop_avx2, "avx2"};
+#endif
+  return {fma_loop_generic, "generic"};
+}
+
+const Isa& isa() {
+  static const Isa i = pick_isa();
+  return i;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Wall time for every thread to run `iters` rounds at once; returns flops done.
+double run_fma(int threads, int64_t iters, bool f64, double* seconds) {
+  double sink = 0;
+  int64_t flops_per_round = 0;
+  const double t0 = now_s();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+  {
+    double local = 0;
+    const int64_t f = isa().loop(iters, f64, &local);
+    if (omp_get_thread_num() == 0) flops_per_round = f;
+    sink += local;
+  }
+  *seconds = now_s() - t0;
+  volatile double keep = sink;
+  (void)keep;
+  return double(flops_per_round) * double(iters) * threads;
+}
+
+double measure_fma(int threads, bool f64) {
+  // Calibrate to about 0.2 s a run, then keep the best of three: a run that shared
+  // its core with something else only ever looks slower.
+  double secs = 0;
+  int64_t iters = 1 << 20;
+  run_fma(threads, iters, f64, &secs);
+  if (secs > 0) iters = int64_t(double(iters) * 0.2 / secs) + 1;
+  double best = 0;
+  for (int r = 0; r < 3; ++r) {
+    const double flops = run_fma(threads, iters, f64, &secs);
+    if (secs > 0 && flops / secs > best) best = flops / secs;
+  }
+  return best * 1e-9;
+}
+
+double measure_copy(int threads) {
+  const size_t bytes = size_t(64) << 20;
+  const size_t n = bytes / sizeof(float);
+  std::unique_ptr<float[]> src(new float[n]), dst(new float[n]);
+  // Threads copy fixed slices; touching each slice first from the thread that
+  // copies it places its pages near that thread on NUMA machines.
+  auto slice = [n](int t, int nt, size_t* lo, size_t* hi) {
+    *lo = n * size_t(t) / size_t(nt);
+    *hi = n * size_t(t + 1) / size_t(nt);
+  };
+#pragma omp parallel num_threads(threads)
+  {
+    size_t lo, hi;
+    slice(omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    for (size_t i = lo; i < hi; ++i) src[i] = float(i & 1023);
+    std::memset(dst.get() + lo, 0, (hi - lo) * sizeof(float));
+  }
+  double best = 0;
+  for (int r = 0; r < 8; ++r) {
+    const double t0 = now_s();
+#pragma omp parallel num_threads(threads)
+    {
+      size_t lo, hi;
+      slice(omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+      std::memcpy(dst.get() + lo, src.get() + lo, (hi - lo) * sizeof(float));
+    }
+    const double secs = now_s() - t0;
+    if (secs > 0 && 2.0 * double(bytes) / secs > best) best = 2.0 * double(bytes) / secs;
+  }
+  volatile float keep = dst[n / 2];
+  (void)keep;
+  return best * 1e-9;
+}
+
+template <class Key>
+double cached(std::map<Key, double>& cache, const Key& key, double (*measure)(const Key&)) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const double v = measure(key);
+  cache.emplace(key, v);
+  return v;
+}
+
+}  // namespace
+
+double measured_fma_peak_gflops(int threads, bool float64) {
+  static std::map<std::pair<int, bool>, double> cache;
+  return cached<std::pair<int, bool>>(cache, {threads < 1 ? 1 : threads, float64},
+                                      [](const std::pair<int, bool>& k) {
+                                        return measure_fma(k.first, k.second);
+                                      });
+}
+
+double measured_copy_bandwidth_gbs(int threads) {
+  static std::map<int, double> cache;
+  return cached<int>(cache, threads < 1 ? 1 : threads,
+                     [](const int& t) { return measure_copy(t); });
+}
+
+const char* fma_peak_isa() { return isa().name; }
+
+}  // namespace ember::bench

@@ -1,0 +1,126 @@
+// ember-bench: runs the registered benchmark suites, prints each case next to its
+// peer and its measured floor, and optionally writes the records as JSON.
+//   ember-bench --suite gemm --json out.json --threads 2
+//   ember-bench --list
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/floors.h"
+#include "bench/harness.h"
+#include "kernels/base/parallel.h"
+#include "kernels/cpu/gemm.h"
+
+namespace {
+
+using ember::bench::Record;
+
+// ordered_json keeps the documented field order in the file.
+nlohmann::ordered_json to_json(const std::vector<Record>& records) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Record& r : records) {
+    nlohmann::ordered_json j;
+    j["suite"] = r.suite;
+    j["case"] = r.case_name;
+    j["unit"] = r.unit;
+    j["ember"] = r.ember;
+    j["peer_name"] =
+        r.peer_name.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.peer_name);
+    j["peer"] = r.peer ? nlohmann::ordered_json(*r.peer) : nlohmann::ordered_json();
+    j["floor"] = r.floor ? nlohmann::ordered_json(*r.floor) : nlohmann::ordered_json();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Writes next to the destination, flushes to disk, then renames over it, so that a
+// reader sees the old file or the whole new one, never half of one.
+bool write_atomically(const std::string& path, const std::string& text, std::string* err) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) {
+    *err = "cannot create " + tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
+                     std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  const int saved = errno;
+  if (std::fclose(f) != 0 || !wrote) {
+    *err = "cannot write " + tmp + ": " + std::strerror(wrote ? errno : saved);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *err = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ember-bench: Ember's benchmark suites, each case beside a peer library and "
+               "the machine's measured floor"};
+  std::string suite_name, json_path;
+  ember::bench::Options opt;
+  bool list = false;
+  app.add_option("--suite", suite_name, "suite to run, or 'all'");
+  app.add_option("--json", json_path, "also write the records to FILE as JSON");
+  app.add_option("--threads", opt.threads, "CPU threads for Ember, the peers and the floors")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--device", opt.device, "device to benchmark")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_flag("--list", list, "list the suites and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<ember::bench::Suite> all = ember::bench::suites();
+  if (list) {
+    for (const auto& s : all) std::printf("%s\n", s.name.c_str());
+    return 0;
+  }
+  std::vector<ember::bench::Suite> chosen;
+  for (const auto& s : all)
+    if (suite_name == "all" || s.name == suite_name) chosen.push_back(s);
+  if (chosen.empty()) {
+    const std::string why =
+        suite_name.empty() ? "--suite is required" : "no suite '" + suite_name + "'";
+    std::fprintf(stderr, "ember-bench: %s; the suites are:", why.c_str());
+    for (const auto& s : all) std::fprintf(stderr, " %s", s.name.c_str());
+    std::fprintf(stderr, " (or all)\n");
+    return 2;
+  }
+
+  ember::set_num_threads(opt.threads);
+  std::printf("ember-bench: device %s, %d threads\n", opt.device.c_str(), opt.threads);
+  if (opt.device == "cpu") {
+    std::printf("floors: fma peak %.1f GFLOP/s f32, %.1f GFLOP/s f64 (%s); copy %.1f GB/s\n",
+                ember::bench::measured_fma_peak_gflops(opt.threads),
+                ember::bench::measured_fma_peak_gflops(opt.threads, true),
+                ember::bench::fma_peak_isa(),
+                ember::bench::measured_copy_bandwidth_gbs(opt.threads));
+  }
+  std::fflush(stdout);
+
+  ember::bench::Report report;
+  for (const auto& s : chosen) s.run(opt, report);
+
+  if (!json_path.empty()) {
+    std::string err;
+    if (!write_atomically(json_path, to_json(report.records()).dump(2) + "\n", &err)) {
+      std::fprintf(stderr, "ember-bench: %s\n", err.c_str());
+      return 1;
+    }
+    std::printf("wrote %zu records to %s\n", report.records().size(), json_path.c_str());
+  }
+  return report.failed() ? 1 : 0;
+}

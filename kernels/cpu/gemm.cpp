@@ -1,0 +1,391 @@
+// The CPU GEMM driver: BLIS-style cache blocking around the packed-panel kernels of
+// gemm_kernel_*.cpp, which it picks at run time. Loops run NC (columns of B, sized
+// for L3) > KC (depth, sized so an A micro-panel fits L1) > MC (rows of A, sized
+// for L2); OpenMP threads split the rows (or columns) of C, sharing one packed copy
+// of each B block when B is large.
+#include "kernels/cpu/gemm.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <string_view>
+#include <utility>
+
+#include "kernels/cpu/gemm_kernel.h"
+
+namespace ember::cpu {
+namespace gemm_detail {
+namespace {
+
+// Below this many multiply-adds one thread finishes before a team would wake up:
+// on the 2-core Zen 5 development machine two threads lost up to 56^3 and won
+// from 64^3 on, even with the team already awake.
+constexpr double kSerialWork = 60.0 * 60 * 60;
+
+const GemmKernelSet* detect() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    if (const GemmKernelSet* s = gemm_kernels_avx512()) return s;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    if (const GemmKernelSet* s = gemm_kernels_avx2()) return s;
+#endif
+  return gemm_kernels_generic();
+}
+
+const GemmKernelSet*& active() {
+  static const GemmKernelSet* set = detect();
+  return set;
+}
+
+template <class T>
+const GemmKernel<T>& kernel_for() {
+  if constexpr (sizeof(T) == 4) return active()->f32;
+  else return active()->f64;
+}
+
+int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+// A 64-byte-aligned buffer that only grows: the packed panels are reused across
+// calls, so a steady stream of GEMMs allocates (and page-faults) once.
+class Scratch {
+ public:
+  ~Scratch() { std::free(p_); }
+  void* get(size_t bytes) {
+    if (bytes > bytes_) {
+      std::free(p_);
+      p_ = nullptr;
+      bytes_ = 0;
+      const size_t rounded = (bytes + 4095) & ~size_t(4095);
+      p_ = std::aligned_alloc(64, rounded);
+      if (!p_) throw std::bad_alloc();
+      bytes_ = rounded;
+    }
+    return p_;
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Each calling thread's workspace. Its team's buffers are carved out of it before
+// the parallel region starts, so nothing inside the region allocates or throws.
+thread_local Scratch workspace;
+
+struct Blocking {
+  int64_t mc, kc, nc;
+};
+
+long cache_bytes(int name, long fallback) {
+  const long v = sysconf(name);
+  return v > 0 ? v : fallback;
+}
+
+// KC keeps an A micro-panel (MR x KC) in half of L1, next to the B panels streaming
+// past it; MC keeps a packed A block in half of L2; NC bounds the shared B block
+// (KC x NC, a few MiB) so that it stays in L3. KC is a multiple of 16 so packing
+// runs whole transposes.
+template <class T>
+Blocking blocking_for(const GemmKernel<T>& K) {
+  static const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+  static const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 512 << 10);
+  Blocking b;
+  b.kc = (l1 / 2) / (K.mr * int64_t(sizeof(T)));
+  b.kc = b.kc < 128 ? 128 : (b.kc > 512 ? 512 : b.kc & ~int64_t(15));
+  b.mc = (l2 / 2) / (b.kc * int64_t(sizeof(T))) / K.mr * K.mr;
+  if (b.mc < K.mr) b.mc = K.mr;
+  b.nc = (4096 / K.nr) * K.nr;
+  return b;
+}
+
+// C = beta * C, the whole product when k == 0 or alpha == 0. beta == 0 writes zeros
+// without reading C, which may hold NaN.
+template <class T>
+void scale_c(int64_t m, int64_t n, T beta, T* c, int64_t c_rs, int64_t c_cs) {
+  if (beta == T(1)) return;
+  for (int64_t i = 0; i < m; ++i) {
+    T* ci = c + i * c_rs;
+    if (beta == T(0)) {
+      for (int64_t j = 0; j < n; ++j) ci[j * c_cs] = T(0);
+    } else {
+      for (int64_t j = 0; j < n; ++j) ci[j * c_cs] *= beta;
+    }
+  }
+}
+
+struct Problem {
+  int64_t m, n, k;
+  int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+};
+
+// Splits nt threads into a tm x tn grid over C's micro-tiles, minimizing the
+// largest share; ties favor splitting rows, so each thread packs its own A and
+// only B is shared.
+std::pair<int, int> thread_grid(int nt, int64_t m, int64_t n, int64_t mr, int64_t nr) {
+  const int64_t tiles_m = cdiv(m, mr), tiles_n = cdiv(n, nr);
+  int best_tm = nt;
+  int64_t best_cost = -1;
+  for (int tm = nt; tm >= 1; --tm) {
+    if (nt % tm) continue;
+    const int tn = nt / tm;
+    const int64_t cost = cdiv(tiles_m, tm) * cdiv(tiles_n, tn);
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best_tm = tm;
+    }
+  }
+  return {best_tm, nt / best_tm};
+}
+
+// How a product is split: an nt = tm x tn grid of threads over C, whether B is
+// packed once and shared, and the packed buffer sizes, in elements.
+struct Plan {
+  int nt = 1, tm = 1, tn = 1;
+  bool shared_b = false;
+  int64_t shared_elems = 0;  // one shared B block; two are kept
+  int64_t slice_elems = 0;   // each thread's A block and private B panels, page-rounded
+  int64_t a_elems = 0;
+};
+
+template <class T>
+Plan make_plan(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, int nt) {
+  Plan pl;
+  pl.nt = nt;
+  if (nt > 1) {
+    const auto [tm, tn] = thread_grid(nt, p.m, p.n, K.mr, K.nr);
+    pl.tm = tm;
+    pl.tn = tn;
+  }
+  // Sharing B costs a barrier per block and moves every packed line between cores.
+  // That pays only when B is big; a small B is cheaper packed by every thread for
+  // itself, and with columns split among threads nothing is packed twice anyway.
+  static const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 512 << 10);
+  pl.shared_b = pl.tm > 1 &&
+                double(p.k) * double(cdiv(p.n, pl.tn)) * double(sizeof(T)) > double(l2 / 4);
+  const int64_t kc = std::min(bl.kc, p.k);
+  const int64_t panels = cdiv(std::min(bl.nc, p.n), K.nr);  // per NC block
+  // B panels are read with aligned vector loads, so every buffer starts on a cache
+  // line; page-sized slices keep threads off each other's lines.
+  const int64_t line = 64 / int64_t(sizeof(T)), page = 4096 / int64_t(sizeof(T));
+  pl.a_elems = cdiv(bl.mc * kc, line) * line;
+  int64_t slice = pl.a_elems;
+  if (pl.shared_b)
+    pl.shared_elems = cdiv(panels * K.nr * kc, line) * line;
+  else
+    slice += (cdiv(panels, pl.tn) + 1) * K.nr * kc;
+  pl.slice_elems = cdiv(slice, page) * page;
+  return pl;
+}
+
+// One thread's share of the product. Thread tid owns rows [m0, m1) and, in every
+// NC block, the B panels [p0, p1) of its column group. With a shared B, all threads
+// pack slices of each B block into `shared`, which holds two blocks used in turn:
+// the one barrier after packing also proves that nobody still reads the block
+// packed two rounds earlier. Otherwise each thread packs its own panels.
+template <class T>
+void run_share(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, const Plan& pl,
+               int tid, T alpha, const T* a, const T* b, T beta, T* c, T* shared, T* slice) {
+  const int64_t mr = K.mr, nr = K.nr;
+  const int nt = pl.nt, im = tid / pl.tn, in = tid % pl.tn;
+  const int64_t tiles_m = cdiv(p.m, mr);
+  const int64_t m0 = tiles_m * im / pl.tm * mr;
+  const int64_t m1 = std::min(p.m, tiles_m * (im + 1) / pl.tm * mr);
+  T* abuf = slice;
+  T* bpriv = slice + pl.a_elems;
+  // Equal row blocks rather than full ones and a sliver: a last block of a few rows
+  // would repack A and re-stream all of B for little work.
+  const int64_t my_tiles = cdiv(m1 - m0, mr);
+  const int64_t mc_even = m1 > m0 ? cdiv(my_tiles, cdiv(my_tiles * mr, bl.mc)) * mr : bl.mc;
+
+  int round = 0;
+  for (int64_t jc = 0; jc < p.n; jc += bl.nc) {
+    const int64_t nc = std::min(bl.nc, p.n - jc);
+    const int64_t panels = cdiv(nc, nr);
+    const int64_t p0 = panels * in / pl.tn, p1 = panels * (in + 1) / pl.tn;
+    const int64_t j0 = p0 * nr, j1 = std::min(nc, p1 * nr);
+    for (int64_t pc = 0; pc < p.k; pc += bl.kc, ++round) {
+      const int64_t kc = std::min(bl.kc, p.k - pc);
+      const T* bp;  // the packed B panels of columns [j0, j1)
+      if (pl.shared_b) {
+        T* bs = shared + (round & 1) * pl.shared_elems;
+        const int64_t q0 = panels * tid / nt, q1 = panels * (tid + 1) / nt;
+        if (q1 > q0)
+          K.pack_b(kc, std::min(nc, q1 * nr) - q0 * nr, b + pc * p.b_rs + (jc + q0 * nr) * p.b_cs,
+                   p.b_rs, p.b_cs, bs + q0 * nr * kc);
+#pragma omp barrier
+        bp = bs + j0 * kc;
+      } else {
+        if (j1 <= j0) continue;
+        K.pack_b(kc, j1 - j0, b + pc * p.b_rs + (jc + j0) * p.b_cs, p.b_rs, p.b_cs, bpriv);
+        bp = bpriv;
+      }
+      if (j1 <= j0) continue;
+      const T beta_here = pc == 0 ? beta : T(1);
+      for (int64_t ic = m0; ic < m1; ic += mc_even) {
+        const int64_t mc = std::min(mc_even, m1 - ic);
+        K.pack_a(mc, kc, a + ic * p.a_rs + pc * p.a_cs, p.a_rs, p.a_cs, abuf);
+        K.macro(mc, j1 - j0, kc, abuf, bp, alpha, beta_here,
+                c + ic * p.c_rs + (jc + j0) * p.c_cs, p.c_rs, p.c_cs);
+      }
+    }
+  }
+}
+
+template <class T>
+void run_serial(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, T alpha,
+                const T* a, const T* b, T beta, T* c) {
+  const Plan pl = make_plan(K, bl, p, 1);
+  T* ws = static_cast<T*>(workspace.get(sizeof(T) * size_t(pl.slice_elems)));
+  run_share(K, bl, p, pl, 0, alpha, a, b, beta, c, static_cast<T*>(nullptr), ws);
+}
+
+template <class T>
+void gemm_impl(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs, int64_t a_cs,
+               const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c, int64_t c_rs, int64_t c_cs) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == T(0)) {
+    scale_c(m, n, beta, c, c_rs, c_cs);
+    return;
+  }
+  // The kernels store whole vectors along C's rows. A column-major C is the
+  // row-major C^T = B^T A^T, so swap the operands instead of scattering stores.
+  if (c_cs != 1 && c_rs == 1) {
+    std::swap(m, n);
+    std::swap(a, b);
+    std::swap(a_rs, b_cs);
+    std::swap(a_cs, b_rs);
+    std::swap(c_rs, c_cs);
+  }
+  const GemmKernel<T>& K = kernel_for<T>();
+  const Blocking bl = blocking_for(K);
+  const Problem p{m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs};
+
+  int nt = 1;
+  if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kSerialWork) {
+    nt = omp_get_max_threads();
+    const int64_t tiles = cdiv(m, K.mr) * cdiv(n, K.nr);
+    if (tiles < nt) nt = int(tiles);
+  }
+  if (nt <= 1) {
+    run_serial(K, bl, p, alpha, a, b, beta, c);
+    return;
+  }
+  const Plan pl = make_plan(K, bl, p, nt);
+  T* ws = static_cast<T*>(
+      workspace.get(sizeof(T) * size_t(2 * pl.shared_elems + nt * pl.slice_elems)));
+  T* slices = ws + 2 * pl.shared_elems;
+  std::exception_ptr error;
+#pragma omp parallel num_threads(nt)
+  {
+    const int tid = omp_get_thread_num();
+    if (omp_get_num_threads() == nt) {
+      run_share(K, bl, p, pl, tid, alpha, a, b, beta, c, ws, slices + tid * pl.slice_elems);
+    } else if (tid == 0) {
+      // The runtime granted fewer threads than asked (a thread limit, dynamic
+      // teams): the caller does it all. Its workspace may grow, which can throw,
+      // and an exception must not leave the region.
+      try {
+        run_serial(K, bl, p, alpha, a, b, beta, c);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+template <class T>
+void gemm_batched_impl(int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                       int64_t a_bs, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_bs,
+                       int64_t b_rs, int64_t b_cs, T beta, T* c, int64_t c_bs, int64_t c_rs,
+                       int64_t c_cs) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));
+  // Whole matrices per thread need no barriers and no shared packing, so they win
+  // whenever the batch divides evenly enough: measured on 2 threads, 16 x 64^3 ran
+  // 1.5x and 16 x 256^3 1.05x faster by batch, 3 x 128^3 1.15x slower. Matrices too
+  // small to thread on their own always go by batch. Inside the loop each gemm
+  // sees omp_in_parallel() and stays on its thread.
+  const bool by_batch =
+      nt > 1 && batch > 1 &&
+      (work < kSerialWork ? work * double(batch) >= kSerialWork
+                          : batch % nt == 0 || batch >= 4 * int64_t(nt));
+  if (by_batch) {
+    // A workspace allocation can throw, and an exception must not leave the region:
+    // the first one is kept and rethrown after it.
+    std::exception_ptr error;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t i = 0; i < batch; ++i) {
+      try {
+        gemm_impl(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta,
+                  c + i * c_bs, c_rs, c_cs);
+      } catch (...) {
+#pragma omp critical(ember_gemm_batched_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    gemm_impl(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta,
+              c + i * c_bs, c_rs, c_cs);
+}
+
+}  // namespace
+
+bool set_gemm_kernel(const char* name) {
+  const GemmKernelSet* want = nullptr;
+  const std::string_view s = name ? name : "";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (s == "avx512" && __builtin_cpu_supports("avx512f")) want = gemm_kernels_avx512();
+  if (s == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    want = gemm_kernels_avx2();
+#endif
+  if (s == "generic") want = gemm_kernels_generic();
+  if (s == "auto") want = detect();
+  if (!want) return false;
+  active() = want;
+  return true;
+}
+
+}  // namespace gemm_detail
+
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_rs,
+          int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs, float beta, float* c,
+          int64_t c_rs, int64_t c_cs) {
+  gemm_detail::gemm_impl(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs, c_cs);
+}
+
+void gemm(int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t a_rs,
+          int64_t a_cs, const double* b, int64_t b_rs, int64_t b_cs, double beta, double* c,
+          int64_t c_rs, int64_t c_cs) {
+  gemm_detail::gemm_impl(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs, c_cs);
+}
+
+void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_bs,
+                  int64_t b_rs, int64_t b_cs, float beta, float* c, int64_t c_bs, int64_t c_rs,
+                  int64_t c_cs) {
+  gemm_detail::gemm_batched_impl(batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs,
+                                 beta, c, c_bs, c_rs, c_cs);
+}
+
+void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                  int64_t a_bs, int64_t a_rs, int64_t a_cs, const double* b, int64_t b_bs,
+                  int64_t b_rs, int64_t b_cs, double beta, double* c, int64_t c_bs, int64_t c_rs,
+                  int64_t c_cs) {
+  gemm_detail::gemm_batched_impl(batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs,
+                                 beta, c, c_bs, c_rs, c_cs);
+}
+
+const char* gemm_kernel_name() { return gemm_detail::active()->f32.name; }
+
+}  // namespace ember::cpu

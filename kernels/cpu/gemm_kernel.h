@@ -1,0 +1,47 @@
+// The instruction-set-specific half of the CPU GEMM: packing routines and the
+// macro-kernel over packed blocks, bundled in a table per instruction set. gemm.cpp
+// owns the cache blocking and threads and picks one table at run time.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::cpu::gemm_detail {
+
+template <class T>
+struct GemmKernel {
+  const char* name;
+  int64_t mr, nr;  // micro-tile: mr rows of A by nr columns of B
+
+  // Copies an mc x kc block of A (read through its strides) into ceil(mc/mr)
+  // panels; each panel holds, for every p in [0,kc), mr consecutive values
+  // A[i][p]. Rows past mc are zero so the micro-kernel never branches on them.
+  void (*pack_a)(int64_t mc, int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, T* out);
+
+  // Copies a kc x nc block of B into ceil(nc/nr) panels of kc rows of nr values,
+  // zero-padding the last panel's missing columns.
+  void (*pack_b)(int64_t kc, int64_t nc, const T* b, int64_t b_rs, int64_t b_cs, T* out);
+
+  // C[mc x nc] = alpha * Apacked.Bpacked + beta * C over the packed blocks above;
+  // beta == 0 writes C without reading it.
+  void (*macro)(int64_t mc, int64_t nc, int64_t kc, const T* pa, const T* pb, T alpha, T beta,
+                T* c, int64_t c_rs, int64_t c_cs);
+};
+
+struct GemmKernelSet {
+  GemmKernel<float> f32;
+  GemmKernel<double> f64;
+};
+
+// Each returns nullptr when this build cannot emit that instruction set; the caller
+// still checks the running CPU before using one.
+const GemmKernelSet* gemm_kernels_avx512();
+const GemmKernelSet* gemm_kernels_avx2();
+const GemmKernelSet* gemm_kernels_generic();
+
+// Makes every later gemm use the named kernel set ("avx512", "avx2", "generic", or
+// "auto" for the run-time choice), so tests can cover each variant on one machine.
+// Returns false, changing nothing, when this CPU or build cannot run that set.
+// Not thread-safe: call it while no gemm runs.
+bool set_gemm_kernel(const char* name);
+
+}  // namespace ember::cpu::gemm_detail

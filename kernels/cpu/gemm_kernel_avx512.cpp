@@ -1,0 +1,118 @@
+// GEMM kernels for AVX-512 CPUs: a 14x32 float tile (28 of the 32 zmm registers
+// accumulate, two hold the B row) and a 14x16 double tile. The file is compiled for
+// AVX-512 by a target pragma; gemm.cpp calls it only when the CPU reports avx512f.
+#include "kernels/cpu/gemm_kernel.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+// Everything up to the matching pop is compiled for AVX-512, templates included.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")
+// GCC 12's AVX-512 shuffle intrinsics seed their result with a self-initialized
+// "undefined" vector, which -Wmaybe-uninitialized reports at -O3 (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include "kernels/cpu/gemm_kernel_impl.h"
+
+namespace ember::cpu::gemm_detail {
+namespace {
+
+#define EMBER_OPS_INLINE __attribute__((always_inline)) static inline
+
+struct F32x16 {
+  using T = float;
+  using V = __m512;
+  static constexpr int W = 16;
+  EMBER_OPS_INLINE V zero() { return _mm512_setzero_ps(); }
+  EMBER_OPS_INLINE V load(const T* p) { return _mm512_load_ps(p); }
+  EMBER_OPS_INLINE V loadu(const T* p) { return _mm512_loadu_ps(p); }
+  EMBER_OPS_INLINE void storeu(T* p, V v) { _mm512_storeu_ps(p, v); }
+  EMBER_OPS_INLINE V set1(T x) { return _mm512_set1_ps(x); }
+  EMBER_OPS_INLINE V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  EMBER_OPS_INLINE V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  EMBER_OPS_INLINE __mmask16 first(int n) { return __mmask16((1u << n) - 1); }
+  EMBER_OPS_INLINE V loadn(const T* p, int n) { return _mm512_maskz_loadu_ps(first(n), p); }
+  EMBER_OPS_INLINE void storen(T* p, V v, int n) { _mm512_mask_storeu_ps(p, first(n), v); }
+
+  // A 16x16 transpose in four rounds of two-source shuffles: 32-bit interleave,
+  // 64-bit interleave (each 128-bit lane then holds four rows of one column), and
+  // two rounds that transpose the 4x4 grid of 128-bit lanes. Missing rows read as
+  // zero and the stores write only `rows` lanes, so panels of MR < 16 rows work.
+  EMBER_OPS_INLINE void transpose(const T* src, int64_t ld, int rows, T* dst, int64_t dst_ld) {
+    V r[16], t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld) : zero();
+#pragma GCC unroll 8
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // u[g][c] -> r[4g + c]: rows 4g..4g+3 of column 4L+c in lane L.
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      r[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+      r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+      r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+      r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    const __mmask16 keep = __mmask16((1u << rows) - 1);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const V v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
+      const V v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
+      const V v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+      const V v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
+      _mm512_mask_storeu_ps(dst + (0 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v0, v2, 0x88));
+      _mm512_mask_storeu_ps(dst + (4 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+      _mm512_mask_storeu_ps(dst + (8 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v1, v3, 0x88));
+      _mm512_mask_storeu_ps(dst + (12 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+    }
+  }
+};
+
+struct F64x8 {
+  using T = double;
+  using V = __m512d;
+  static constexpr int W = 8;
+  EMBER_OPS_INLINE V zero() { return _mm512_setzero_pd(); }
+  EMBER_OPS_INLINE V load(const T* p) { return _mm512_load_pd(p); }
+  EMBER_OPS_INLINE V loadu(const T* p) { return _mm512_loadu_pd(p); }
+  EMBER_OPS_INLINE void storeu(T* p, V v) { _mm512_storeu_pd(p, v); }
+  EMBER_OPS_INLINE V set1(T x) { return _mm512_set1_pd(x); }
+  EMBER_OPS_INLINE V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  EMBER_OPS_INLINE V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  EMBER_OPS_INLINE __mmask8 first(int n) { return __mmask8((1u << n) - 1); }
+  EMBER_OPS_INLINE V loadn(const T* p, int n) { return _mm512_maskz_loadu_pd(first(n), p); }
+  EMBER_OPS_INLINE void storen(T* p, V v, int n) { _mm512_mask_storeu_pd(p, first(n), v); }
+};
+
+#undef EMBER_OPS_INLINE
+
+constexpr GemmKernelSet kSet{GemmImpl<F32x16, 14, 2>::table("avx512"),
+                             GemmImpl<F64x8, 14, 2>::table("avx512")};
+
+}  // namespace
+
+const GemmKernelSet* gemm_kernels_avx512() { return &kSet; }
+
+}  // namespace ember::cpu::gemm_detail
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
+
+#else
+
+namespace ember::cpu::gemm_detail {
+const GemmKernelSet* gemm_kernels_avx512() { return nullptr; }
+}  // namespace ember::cpu::gemm_detail
+
+#endif

@@ -1,0 +1,134 @@
+// Cross-entropy fused over the logits, one row per sample: the row's maximum m is
+// subtracted before exponentiating so exp never overflows, lse = m + log(sum
+// exp(x - m)), and the loss is lse - x[target]; no log-softmax row is materialized.
+// The backward pass recomputes softmax from the saved lse (one exp per element)
+// instead of storing the [n, c] probabilities. Targets are validated in a first
+// pass so that a bad one leaves every output untouched.
+#include "kernels/cpu/loss.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "kernels/base/error.h"
+#include "kernels/base/parallel.h"
+#include "kernels/cpu/vec_math.h"
+
+namespace ember::cpu {
+namespace {
+
+template <class T>
+inline T exp_of(T x) {
+  if constexpr (std::is_same_v<T, float>) return exp_fast(x);
+  else return std::exp(x);
+}
+
+// The first sample whose target is neither a class nor ignore_index, or -1.
+int64_t first_bad_target(int64_t n, int64_t c, const int64_t* t, int64_t ignore_index) {
+  for (int64_t i = 0; i < n; ++i)
+    if (t[i] != ignore_index && (t[i] < 0 || t[i] >= c)) return i;
+  return -1;
+}
+
+template <class T>
+T log_sum_exp(const T* x, int64_t c) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < c; ++j) m = x[j] > m ? x[j] : m;
+  // A row of -inf (or an empty row) has no finite maximum to subtract; 0 keeps
+  // x - m at -inf, so the sum is 0 and lse is -inf.
+  if (std::isinf(m) && m < 0) m = 0;
+  T s = 0;
+  for (int64_t j = 0; j < c; ++j) s += exp_of(x[j] - m);
+  return m + std::log(s);
+}
+
+template <class T>
+void ce_forward(int64_t n, int64_t c, const T* x, const int64_t* t, int64_t ignore, T* loss,
+                T* lse) {
+#pragma omp parallel for schedule(static) if (n * c >= kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    const T* xi = x + i * c;
+    const T l = log_sum_exp(xi, c);
+    lse[i] = l;
+    loss[i] = t[i] == ignore ? T(0) : l - xi[t[i]];
+  }
+}
+
+template <class T>
+void ce_backward(int64_t n, int64_t c, const T* x, const int64_t* t, int64_t ignore,
+                 const T* lse, const T* gl, T* gx) {
+#pragma omp parallel for schedule(static) if (n * c >= kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    const T* xi = x + i * c;
+    T* gi = gx + i * c;
+    if (t[i] == ignore) {
+      std::fill(gi, gi + c, T(0));
+      continue;
+    }
+    const T g = gl[i], l = lse[i];
+    for (int64_t j = 0; j < c; ++j) gi[j] = exp_of(xi[j] - l) * g;
+    gi[t[i]] -= g;
+  }
+}
+
+template <class F>
+int64_t float_types(DType dt, const char* op, F&& f) {
+  if (dt == DType::Float32) return f.template operator()<float>();
+  if (dt == DType::Float64) return f.template operator()<double>();
+  throw NotImplementedError(std::string(op) + ": no kernel for device cpu and dtype " +
+                            dtype_name(dt));
+}
+
+}  // namespace
+
+int64_t cross_entropy_forward(DType dt, int64_t n, int64_t c, const void* logits,
+                              const int64_t* targets, int64_t ignore_index, void* loss,
+                              void* lse) {
+  return float_types(dt, "cross_entropy_forward", [&]<class T>() -> int64_t {
+    if (const int64_t bad = first_bad_target(n, c, targets, ignore_index); bad >= 0) return bad;
+    ce_forward(n, c, static_cast<const T*>(logits), targets, ignore_index,
+               static_cast<T*>(loss), static_cast<T*>(lse));
+    return -1;
+  });
+}
+
+int64_t cross_entropy_backward(DType dt, int64_t n, int64_t c, const void* logits,
+                               const int64_t* targets, int64_t ignore_index, const void* lse,
+                               const void* grad_loss, void* grad_logits) {
+  return float_types(dt, "cross_entropy_backward", [&]<class T>() -> int64_t {
+    if (const int64_t bad = first_bad_target(n, c, targets, ignore_index); bad >= 0) return bad;
+    ce_backward(n, c, static_cast<const T*>(logits), targets, ignore_index,
+                static_cast<const T*>(lse), static_cast<const T*>(grad_loss),
+                static_cast<T*>(grad_logits));
+    return -1;
+  });
+}
+
+int64_t nll_loss_forward(DType dt, int64_t n, int64_t c, const void* log_probs,
+                         const int64_t* targets, int64_t ignore_index, void* loss) {
+  return float_types(dt, "nll_loss_forward", [&]<class T>() -> int64_t {
+    if (const int64_t bad = first_bad_target(n, c, targets, ignore_index); bad >= 0) return bad;
+    const T* lp = static_cast<const T*>(log_probs);
+    T* out = static_cast<T*>(loss);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = targets[i] == ignore_index ? T(0) : -lp[i * c + targets[i]];
+    return -1;
+  });
+}
+
+int64_t nll_loss_backward(DType dt, int64_t n, int64_t c, const int64_t* targets,
+                          int64_t ignore_index, const void* grad_loss, void* grad_log_probs) {
+  return float_types(dt, "nll_loss_backward", [&]<class T>() -> int64_t {
+    if (const int64_t bad = first_bad_target(n, c, targets, ignore_index); bad >= 0) return bad;
+    const T* gl = static_cast<const T*>(grad_loss);
+    T* gx = static_cast<T*>(grad_log_probs);
+    std::fill(gx, gx + n * c, T(0));
+    for (int64_t i = 0; i < n; ++i)
+      if (targets[i] != ignore_index) gx[i * c + targets[i]] = -gl[i];
+    return -1;
+  });
+}
+
+}  // namespace ember::cpu

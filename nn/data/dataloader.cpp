@@ -1,0 +1,243 @@
+// DataLoader: the batch plan of an epoch, the row gather that makes a batch, and
+// the worker pool. Workers own batches round-robin and put them in a window of
+// num_workers * prefetch_factor batches past the one the loop reads next; the loop
+// takes them by number, so they arrive in order however the workers race.
+#include "nn/data/dataloader.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "nn/data/sampler.h"
+#include "tensor/checks.h"
+#include "tensor/ops.h"
+
+namespace ember::data {
+namespace {
+
+void check_source(const Tensor& t, const char* which) {
+  if (!t.device().is_cpu())
+    throw ValueError(msg("DataLoader: ", which, " must be a CPU tensor, got device ", t.device()));
+  if (!t.is_contiguous()) throw ValueError(msg("DataLoader: ", which, " must be contiguous"));
+  if (t.dim() == 0) throw ValueError(msg("DataLoader: ", which, " must have at least one dim (the sample dim)"));
+}
+
+// Copies rows `index[0..count)` of `src` (rows along dim 0) into a new tensor.
+Tensor gather_rows(const Tensor& src, const int64_t* index, int64_t count) {
+  Shape shape = src.shape();
+  shape[0] = count;
+  Tensor out = empty(shape, src.dtype());
+  size_t row_bytes = src.element_size();
+  for (size_t d = 1; d < shape.size(); ++d) row_bytes *= static_cast<size_t>(shape[d]);
+  if (row_bytes == 0 || count == 0) return out;
+  const auto* from = static_cast<const unsigned char*>(src.data_ptr());
+  auto* to = static_cast<unsigned char*>(out.data_ptr());
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(to + i * row_bytes, from + static_cast<size_t>(index[i]) * row_bytes, row_bytes);
+  return out;
+}
+
+}  // namespace
+
+struct EpochState {
+  Tensor inputs, targets;
+  DataLoaderOptions options;
+  std::vector<int64_t> order;
+  int64_t num_batches = 0;
+
+  // The loop's side.
+  bool started = false, done = false;
+  int64_t next = 0;  // the batch the loop takes next
+  Batch current;
+
+  // Shared with workers, under `mutex`. A slot carries a batch or what making it threw.
+  struct Slot {
+    Batch batch;
+    std::exception_ptr error;
+  };
+  std::mutex mutex;
+  std::condition_variable made_cv, space_cv;
+  std::map<int64_t, Slot> made;
+  int64_t taken = 0;  // batches the loop has taken; workers stay within the window past it
+  bool stop = false;
+  std::vector<std::thread> workers;
+
+  ~EpochState() { stop_workers(); }
+
+  Batch make_batch(int64_t b) const {
+    const int64_t first = b * options.batch_size;
+    const int64_t count = std::min<int64_t>(options.batch_size, static_cast<int64_t>(order.size()) - first);
+    Batch batch{gather_rows(inputs, order.data() + first, count), gather_rows(targets, order.data() + first, count)};
+    if (options.transform) options.transform(batch);
+    return batch;
+  }
+
+  void start_workers() {
+    const int64_t n = std::min<int64_t>(options.num_workers, num_batches);
+    try {
+      for (int64_t w = 0; w < n; ++w) workers.emplace_back([this, w, n] { work(w, n); });
+    } catch (...) {
+      stop_workers();
+      throw;
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stop = true;
+    }
+    space_cv.notify_all();
+    for (std::thread& t : workers) t.join();
+    workers.clear();
+  }
+
+  void work(int64_t w, int64_t stride) {
+    const int64_t window = stride * options.prefetch_factor;
+    for (int64_t b = w; b < num_batches; b += stride) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        space_cv.wait(lock, [&] { return stop || b < taken + window; });
+        if (stop) return;
+      }
+      Slot slot;
+      try {
+        slot.batch = make_batch(b);
+      } catch (...) {
+        slot.error = std::current_exception();
+      }
+      const bool failed = slot.error != nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        made.emplace(b, std::move(slot));
+      }
+      made_cv.notify_all();
+      // The loop rethrows when it reaches batch b; nothing after it will be read.
+      if (failed) return;
+    }
+  }
+
+  Batch take(int64_t b) {
+    if (workers.empty()) return make_batch(b);
+    Slot slot;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      // The owner of b always gets to make it: its earlier batches are all below b,
+      // hence taken or made, and b lies inside the window.
+      made_cv.wait(lock, [&] { return made.count(b) > 0; });
+      auto it = made.find(b);
+      slot = std::move(it->second);
+      made.erase(it);
+      taken = b + 1;
+    }
+    space_cv.notify_all();
+    if (slot.error) std::rethrow_exception(slot.error);
+    return std::move(slot.batch);
+  }
+
+  void advance() {
+    if (done) return;
+    current = Batch{};
+    if (next >= num_batches) {
+      done = true;
+      return;
+    }
+    try {
+      current = take(next++);
+    } catch (...) {
+      // The epoch ends with the error; the workers stop now rather than at destruction.
+      done = true;
+      stop_workers();
+      throw;
+    }
+  }
+};
+
+DataLoader::DataLoader(Tensor inputs, Tensor targets, Options options)
+    : inputs_(std::move(inputs)), targets_(std::move(targets)), options_(std::move(options)) {
+  check_source(inputs_, "inputs");
+  check_source(targets_, "targets");
+  if (inputs_.size(0) != targets_.size(0))
+    throw ValueError(msg("DataLoader: inputs has ", inputs_.size(0), " samples but targets has ", targets_.size(0)));
+  const Options& o = options_;
+  if (o.batch_size < 1) throw ValueError(msg("DataLoader: batch_size must be positive, got ", o.batch_size));
+  if (o.num_workers < 0) throw ValueError(msg("DataLoader: num_workers must be non-negative, got ", o.num_workers));
+  if (o.prefetch_factor < 1)
+    throw ValueError(msg("DataLoader: prefetch_factor must be positive, got ", o.prefetch_factor));
+  if (o.num_replicas < 1) throw ValueError(msg("DataLoader: num_replicas must be positive, got ", o.num_replicas));
+  if (o.rank < 0 || o.rank >= o.num_replicas)
+    throw ValueError(msg("DataLoader: rank must be in [0, ", o.num_replicas - 1, "], got ", o.rank));
+}
+
+int64_t DataLoader::num_samples() const {
+  const int64_t n = inputs_.size(0);
+  return (n + options_.num_replicas - 1) / options_.num_replicas;
+}
+
+int64_t DataLoader::size() const {
+  const int64_t n = num_samples(), b = options_.batch_size;
+  return options_.drop_last ? n / b : (n + b - 1) / b;
+}
+
+std::vector<int64_t> DataLoader::indices(int64_t epoch) const {
+  const int64_t n = inputs_.size(0);
+  std::vector<int64_t> order;
+  if (options_.shuffle) {
+    order = shuffled_indices(n, options_.seed, epoch);
+  } else {
+    order.resize(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+  }
+  if (options_.num_replicas > 1) order = shard_indices(order, options_.num_replicas, options_.rank);
+  return order;
+}
+
+DataLoader::Epoch DataLoader::epoch(int64_t epoch) const {
+  auto state = std::make_unique<EpochState>();
+  state->inputs = inputs_;
+  state->targets = targets_;
+  state->options = options_;
+  state->order = indices(epoch);
+  state->num_batches = size();
+  return Epoch(std::move(state));
+}
+
+DataLoader::Epoch::Epoch(std::unique_ptr<EpochState> state) : state_(std::move(state)) {}
+DataLoader::Epoch::Epoch(Epoch&&) noexcept = default;
+DataLoader::Epoch& DataLoader::Epoch::operator=(Epoch&&) noexcept = default;
+DataLoader::Epoch::~Epoch() = default;
+
+int64_t DataLoader::Epoch::size() const { return state_->num_batches; }
+
+DataLoader::Epoch::iterator DataLoader::Epoch::begin() {
+  EpochState& s = *state_;
+  if (!s.started) {
+    s.started = true;
+    if (s.options.num_workers > 0) {
+      try {
+        s.start_workers();
+      } catch (...) {
+        s.done = true;  // no threads to be had: the epoch is over before it began
+        throw;
+      }
+    }
+    s.advance();
+  }
+  return iterator(&s);
+}
+
+Batch& DataLoader::Epoch::iterator::operator*() const { return state_->current; }
+
+DataLoader::Epoch::iterator& DataLoader::Epoch::iterator::operator++() {
+  state_->advance();
+  return *this;
+}
+
+bool DataLoader::Epoch::iterator::operator==(std::default_sentinel_t) const { return state_->done; }
+
+}  // namespace ember::data

@@ -1,0 +1,28 @@
+// Conv2d over [N, C, H, W] with stride, padding, dilation and groups.
+#pragma once
+
+#include "nn/module.h"
+#include "tensor/nn_ops.h"
+
+namespace ember::nn {
+
+struct Conv2dOptions {
+  Pair stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+};
+
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, Pair kernel_size, Conv2dOptions options = {});
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Conv2dOptions options = {})
+      : Conv2d(in_channels, out_channels, Pair{kernel_size, kernel_size}, options) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  Tensor weight, bias;
+  const int64_t in_channels, out_channels;
+  const Pair kernel_size;
+  const Conv2dOptions options;
+};
+
+}  // namespace ember::nn

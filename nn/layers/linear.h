@@ -1,0 +1,17 @@
+// Linear: y = x W^T + b, with PyTorch's default initialisation.
+#pragma once
+
+#include "nn/module.h"
+
+namespace ember::nn {
+
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  Tensor weight, bias;
+  const int64_t in_features, out_features;
+};
+
+}  // namespace ember::nn

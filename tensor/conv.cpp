@@ -1,0 +1,114 @@
+// conv2d front-end: shape checks with PyTorch's messages, half types computed in
+// float32, dispatch to kernels/cpu/conv2d, and the Conv2d autograd node
+// (saved: x, weight; ints: stride, padding, dilation, groups, has_bias).
+#include "kernels/cpu/conv2d.h"
+#include "tensor/checks.h"
+#include "tensor/graph.h"
+#include "tensor/nn_ops.h"
+#include "tensor/ops.h"
+
+namespace ember {
+namespace {
+
+cpu::Conv2dShape shape_of(const Shape& x, const Shape& w, Pair stride, Pair padding, Pair dilation, int64_t groups) {
+  cpu::Conv2dShape s;
+  s.n = x[0];
+  s.c_in = x[1];
+  s.h = x[2];
+  s.w = x[3];
+  s.c_out = w[0];
+  s.kh = w[2];
+  s.kw = w[3];
+  s.stride_h = stride[0];
+  s.stride_w = stride[1];
+  s.pad_h = padding[0];
+  s.pad_w = padding[1];
+  s.dil_h = dilation[0];
+  s.dil_w = dilation[1];
+  s.groups = groups;
+  return cpu::conv2d_set_output_size(s);
+}
+
+void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
+                     int64_t groups) {
+  if (w.dim() != 4) throw ShapeError(msg("conv2d: expected a 4-dimensional weight, got ", shape_str(w.shape())));
+  if (x.dim() != 4)
+    throw ShapeError(msg("Expected 4-dimensional input for 4-dimensional weight ", shape_str(w.shape()), ", but got ",
+                         x.dim(), "-dimensional input of size ", shape_str(x.shape()), " instead"));
+  if (stride[0] < 1 || stride[1] < 1) throw ValueError("non-positive stride is not supported");
+  if (padding[0] < 0 || padding[1] < 0) throw ValueError("negative padding is not supported");
+  if (dilation[0] < 1 || dilation[1] < 1) throw ValueError("dilation should be greater than zero");
+  if (groups < 1) throw ValueError("non-positive groups is not supported");
+  if (w.shape()[0] % groups != 0)
+    throw ShapeError(msg("Given groups=", groups, ", expected weight to be divisible by ", groups,
+                         " at dimension 0, but got weight of size ", shape_str(w.shape()), " instead"));
+  if (x.shape()[1] != w.shape()[1] * groups)
+    throw ShapeError(msg("Given groups=", groups, ", weight of size ", shape_str(w.shape()), ", expected input",
+                         shape_str(x.shape()), " to have ", w.shape()[1] * groups, " channels, but got ",
+                         x.shape()[1], " channels instead"));
+  if (bias.defined() && (bias.dim() != 1 || bias.shape()[0] != w.shape()[0]))
+    throw ShapeError(msg("Given weight of size ", shape_str(w.shape()), ", expected bias to be 1-dimensional with ",
+                         w.shape()[0], " elements, but got bias of size ", shape_str(bias.shape()), " instead"));
+  const int64_t ph = x.shape()[2] + 2 * padding[0], pw = x.shape()[3] + 2 * padding[1];
+  const int64_t kh = dilation[0] * (w.shape()[2] - 1) + 1, kw = dilation[1] * (w.shape()[3] - 1) + 1;
+  if (ph < kh || pw < kw)
+    throw ShapeError(msg("Calculated padded input size per channel: (", ph, " x ", pw, "). Kernel size: (", kh, " x ",
+                         kw, "). Kernel size can't be greater than actual input size"));
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
+              int64_t groups) {
+  if (bias.defined()) check_same_device({&x, &weight, &bias});
+  else check_same_device(x, weight);
+  check_conv_args(x, weight, bias, stride, padding, dilation, groups);
+  if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != weight.dtype()))
+    throw DTypeError(msg("conv2d: expected input, weight and bias to have the same dtype, but got ", x.dtype(), ", ",
+                         weight.dtype(), (bias.defined() ? msg(" and ", bias.dtype()) : std::string())));
+  if (is_half(x.dtype())) {  // computed in float32, rounded once
+    return conv2d(x.to(kFloat32), weight.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias, stride, padding,
+                  dilation, groups)
+        .to(x.dtype());
+  }
+  if (!is_floating(x.dtype())) throw NotImplementedError(msg("conv2d: not implemented for dtype ", x.dtype()));
+  const auto s = shape_of(x.shape(), weight.shape(), stride, padding, dilation, groups);
+  Tensor y = empty({s.n, s.c_out, s.h_out, s.w_out}, {x.dtype(), x.device()});
+  if (runs_on_cpu("conv2d", x) && y.numel() > 0) {
+    NoGradGuard no_grad;
+    Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : bias;
+    cpu::conv2d_forward(x.dtype(), s, xc.data_ptr(), wc.data_ptr(), bc.defined() ? bc.data_ptr() : nullptr,
+                        y.data_ptr());
+  }
+  if (needs_grad({&x, &weight, &bias})) {
+    auto node = record(OpId::Conv2d, {&x, &weight, &bias}, {&y});
+    node->saved = {SavedTensor(x), SavedTensor(weight)};
+    node->ints = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups, bias.defined()};
+  }
+  return y;
+}
+
+Tensor conv2d_backward_input(const Tensor& grad_y, const Tensor& weight, const Shape& x_shape, Pair stride,
+                             Pair padding, Pair dilation, int64_t groups) {
+  const auto s = shape_of(x_shape, weight.shape(), stride, padding, dilation, groups);
+  Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
+  if (!runs_on_cpu("conv2d_backward", grad_y) || gx.numel() == 0) return gx.numel() ? gx : gx.fill_(0);
+  Tensor g = grad_y.contiguous(), w = weight.contiguous();
+  cpu::conv2d_backward_input(grad_y.dtype(), s, g.data_ptr(), w.data_ptr(), gx.data_ptr());
+  return gx;
+}
+
+std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Tensor& x, const Shape& w_shape,
+                                                  Pair stride, Pair padding, Pair dilation, int64_t groups,
+                                                  bool with_bias) {
+  const auto s = shape_of(x.shape(), w_shape, stride, padding, dilation, groups);
+  Tensor gw = empty(w_shape, {grad_y.dtype(), grad_y.device()});
+  Tensor gb = with_bias ? empty({w_shape[0]}, {grad_y.dtype(), grad_y.device()}) : Tensor();
+  if (!runs_on_cpu("conv2d_backward", grad_y)) return {gw, gb};
+  Tensor g = grad_y.contiguous(), xc = x.contiguous();
+  cpu::conv2d_backward_weight(grad_y.dtype(), s, g.data_ptr(), xc.data_ptr(), gw.data_ptr(),
+                              gb.defined() ? gb.data_ptr() : nullptr);
+  return {gw, gb};
+}
+
+}  // namespace ember

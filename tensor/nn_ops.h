@@ -1,0 +1,51 @@
+// Front-ends of the layer ops whose kernels live in kernels/cpu/{conv2d,pool2d,loss}:
+// convolution, pooling and the classification losses. They check shapes, dispatch,
+// and record autograd nodes. nn::functional wraps them with PyTorch's names and
+// defaults; the backward functions are what the rules in autograd/ call.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <tuple>
+
+#include "tensor/tensor.h"
+
+namespace ember {
+
+using Pair = std::array<int64_t, 2>;
+
+// x [N, C_in, H, W], weight [C_out, C_in/groups, kH, kW], bias [C_out] or undefined.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride = {1, 1},
+              Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
+Tensor conv2d_backward_input(const Tensor& grad_y, const Tensor& weight, const Shape& x_shape, Pair stride,
+                             Pair padding, Pair dilation, int64_t groups);
+// Returns (grad_weight, grad_bias); grad_bias is undefined unless with_bias.
+std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Tensor& x, const Shape& w_shape,
+                                                  Pair stride, Pair padding, Pair dilation, int64_t groups,
+                                                  bool with_bias);
+
+// (values, indices): indices are positions within each input plane (y * W + x).
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0},
+                                                   Pair dilation = {1, 1}, bool ceil_mode = false);
+Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Shape& x_shape);
+Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0}, bool ceil_mode = false,
+                  bool count_include_pad = true, int64_t divisor_override = 0);
+Tensor avg_pool2d_backward(const Tensor& grad_y, const Shape& x_shape, Pair kernel, Pair stride, Pair padding,
+                           bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+
+enum class Reduction { None, Mean, Sum };
+
+// Cross-entropy of logits [N, C] against class indices [N] (int64): fused
+// log-softmax and negative log-likelihood. Mean divides by the number of targets
+// that are not ignore_index.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction = Reduction::Mean,
+                     int64_t ignore_index = -100);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduction = Reduction::Mean,
+                int64_t ignore_index = -100);
+// Per-sample gradient kernels, used by the backward rules.
+Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& targets,
+                              const Tensor& lse, int64_t ignore_index);
+Tensor nll_loss_backward(const Tensor& grad_loss, const Tensor& targets, const Shape& input_shape,
+                         int64_t ignore_index);
+
+}  // namespace ember

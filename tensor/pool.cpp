@@ -1,0 +1,116 @@
+// Pooling front-ends: max_pool2d (with indices) and avg_pool2d over [N, C, H, W];
+// half types are computed in float32. Nodes: MaxPool2d saves the indices (ints:
+// none needed beyond the input shape); AvgPool2d keeps its window in ints
+// (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
+#include "kernels/cpu/pool2d.h"
+#include "tensor/checks.h"
+#include "tensor/graph.h"
+#include "tensor/nn_ops.h"
+#include "tensor/ops.h"
+
+namespace ember {
+namespace {
+
+cpu::Pool2dShape pool_shape(const char* op, const Shape& x, Pair kernel, Pair stride, Pair padding, Pair dilation,
+                            bool ceil_mode) {
+  if (x.size() != 4) throw ShapeError(msg(op, ": expected a 4-D input [N, C, H, W], got ", shape_str(x)));
+  if (kernel[0] < 1 || kernel[1] < 1) throw ValueError(msg(op, ": kernel_size must be greater than zero"));
+  if (stride[0] < 1 || stride[1] < 1) throw ValueError(msg(op, ": stride must be greater than zero"));
+  if (dilation[0] < 1 || dilation[1] < 1) throw ValueError(msg(op, ": dilation must be greater than zero"));
+  if (padding[0] < 0 || padding[1] < 0 || 2 * padding[0] > kernel[0] || 2 * padding[1] > kernel[1])
+    throw ValueError(msg(op, ": pad should be at most half of effective kernel size, but got pad=", padding[0],
+                         ", kernel_size=", kernel[0]));
+  cpu::Pool2dShape s;
+  s.n = x[0];
+  s.c = x[1];
+  s.h = x[2];
+  s.w = x[3];
+  s.kh = kernel[0];
+  s.kw = kernel[1];
+  s.stride_h = stride[0];
+  s.stride_w = stride[1];
+  s.pad_h = padding[0];
+  s.pad_w = padding[1];
+  s.dil_h = dilation[0];
+  s.dil_w = dilation[1];
+  s.ceil_mode = ceil_mode;
+  cpu::pool2d_set_output_size(s);
+  if (s.h_out <= 0 || s.w_out <= 0)
+    throw ShapeError(msg(op, ": output size is too small (", s.h_out, "x", s.w_out, ") for input ", shape_str(x)));
+  return s;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride, Pair padding,
+                                                   Pair dilation, bool ceil_mode) {
+  const auto s = pool_shape("max_pool2d", x.shape(), kernel, stride, padding, dilation, ceil_mode);
+  if (is_half(x.dtype())) {
+    auto [y, idx] = max_pool2d_with_indices(x.to(kFloat32), kernel, stride, padding, dilation, ceil_mode);
+    return {y.to(x.dtype()), idx};
+  }
+  if (!is_floating(x.dtype())) throw NotImplementedError(msg("max_pool2d: not implemented for dtype ", x.dtype()));
+  Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
+  Tensor idx = empty(y.shape(), {kInt64, x.device()});
+  if (runs_on_cpu("max_pool2d", x) && y.numel() > 0) {
+    Tensor xc = x.detach().contiguous();
+    cpu::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx.data_ptr<int64_t>());
+  }
+  if (needs_grad({&x})) {
+    auto node = record(OpId::MaxPool2d, {&x}, {&y});
+    node->saved = {SavedTensor(idx)};
+  }
+  return {y, idx};
+}
+
+Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Shape& x_shape) {
+  cpu::Pool2dShape s;
+  s.n = x_shape[0];
+  s.c = x_shape[1];
+  s.h = x_shape[2];
+  s.w = x_shape[3];
+  s.h_out = grad_y.shape()[2];
+  s.w_out = grad_y.shape()[3];
+  Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
+  if (!runs_on_cpu("max_pool2d_backward", grad_y)) return gx;
+  Tensor g = grad_y.contiguous(), i = indices.contiguous();
+  cpu::max_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), i.data_ptr<int64_t>(), gx.data_ptr());
+  return gx;
+}
+
+Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool ceil_mode, bool count_include_pad,
+                  int64_t divisor_override) {
+  auto s = pool_shape("avg_pool2d", x.shape(), kernel, stride, padding, {1, 1}, ceil_mode);
+  s.count_include_pad = count_include_pad;
+  s.divisor_override = divisor_override;
+  if (divisor_override < 0) throw ValueError("avg_pool2d: divisor must be not zero");
+  if (is_half(x.dtype()))
+    return avg_pool2d(x.to(kFloat32), kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        .to(x.dtype());
+  if (!is_floating(x.dtype())) throw NotImplementedError(msg("avg_pool2d: not implemented for dtype ", x.dtype()));
+  Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
+  if (runs_on_cpu("avg_pool2d", x) && y.numel() > 0) {
+    Tensor xc = x.detach().contiguous();
+    cpu::avg_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr());
+  }
+  if (needs_grad({&x})) {
+    auto node = record(OpId::AvgPool2d, {&x}, {&y});
+    node->ints = {kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1], ceil_mode, count_include_pad,
+                  divisor_override};
+  }
+  return y;
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad_y, const Shape& x_shape, Pair kernel, Pair stride, Pair padding,
+                           bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+  auto s = pool_shape("avg_pool2d", x_shape, kernel, stride, padding, {1, 1}, ceil_mode);
+  s.count_include_pad = count_include_pad;
+  s.divisor_override = divisor_override;
+  Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
+  if (!runs_on_cpu("avg_pool2d_backward", grad_y)) return gx;
+  Tensor g = grad_y.contiguous();
+  cpu::avg_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), gx.data_ptr());
+  return gx;
+}
+
+}  // namespace ember

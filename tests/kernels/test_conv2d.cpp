@@ -1,0 +1,259 @@
+// The CPU conv2d kernels (kernels/cpu/conv2d.h) against the definition: a float64
+// loop over every (output, input channel, kernel tap) term gives y, and the same
+// terms read the other way give grad_x (each input collects from the outputs it
+// reaches), grad_w (grad_y correlated with x) and grad_b. Shapes cover stride,
+// padding, dilation, groups, non-square kernels and inputs, 1x1 kernels, single
+// images and batches (one thread and the team), and the FashionMNIST net's layers;
+// the gradients are also checked against central differences.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/base/error.h"
+#include "kernels/cpu/conv2d.h"
+
+namespace {
+
+using ember::DType;
+using ember::cpu::Conv2dShape;
+
+struct Case {
+  const char* name;
+  Conv2dShape s;
+  bool bias;
+};
+
+Conv2dShape shape(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out, int64_t kh,
+                  int64_t kw, int64_t sh = 1, int64_t sw = 1, int64_t ph = 0, int64_t pw = 0,
+                  int64_t dh = 1, int64_t dw = 1, int64_t groups = 1) {
+  Conv2dShape s;
+  s.n = n, s.c_in = c_in, s.h = h, s.w = w, s.c_out = c_out, s.kh = kh, s.kw = kw;
+  s.stride_h = sh, s.stride_w = sw, s.pad_h = ph, s.pad_w = pw, s.dil_h = dh, s.dil_w = dw;
+  s.groups = groups;
+  return ember::cpu::conv2d_set_output_size(s);
+}
+
+std::vector<Case> cases() {
+  return {
+      {"3x3 on 5x5", shape(1, 1, 5, 5, 1, 3, 3), true},
+      {"stride 2x1, pad 1x0, 3x2 kernel", shape(2, 3, 7, 9, 4, 3, 2, 2, 1, 1, 0), true},
+      {"stride 2, pad 2", shape(1, 2, 9, 8, 3, 3, 3, 2, 2, 2, 2), false},
+      {"dilation 2, pad 2x1", shape(1, 2, 8, 6, 3, 3, 3, 1, 1, 2, 1, 2, 2), true},
+      {"groups 2, stride 1x2, pad 1x2, 2x3 kernel", shape(5, 4, 6, 5, 6, 2, 3, 1, 2, 1, 2, 1, 1, 2), true},
+      {"groups 3, stride 2, pad 1, dilation 1x2", shape(2, 6, 9, 7, 9, 3, 3, 2, 2, 1, 1, 1, 2, 3), true},
+      {"depthwise", shape(3, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4), false},
+      {"1x1", shape(3, 5, 4, 6, 7, 1, 1), true},
+      {"1x1 grouped", shape(2, 6, 3, 5, 4, 1, 1, 1, 1, 0, 0, 1, 1, 2), true},
+      {"1x1 stride 2", shape(2, 3, 5, 6, 2, 1, 1, 2, 2), true},
+      {"1x1 padded", shape(1, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1), true},
+      {"kernel as large as the padded input", shape(2, 2, 2, 3, 3, 4, 5, 1, 1, 1, 1), true},
+      {"stride wider than kernel", shape(2, 3, 10, 11, 2, 2, 2, 3, 4), true},
+      {"pad beyond dilated reach", shape(1, 1, 3, 4, 2, 2, 2, 2, 3, 2, 2, 2, 1), true},
+      {"net conv1, batch 3", shape(3, 1, 28, 28, 6, 5, 5), true},
+      {"net conv2, batch 5", shape(5, 6, 12, 12, 12, 5, 5), true},
+      {"net conv2, batch 1", shape(1, 6, 12, 12, 12, 5, 5), true},
+  };
+}
+
+// Calls f(n, co, ci, tap, yi, xi) for every term w[co][ci % cig][tap] * x[xi] of
+// every output y[yi]: the definition of the convolution, nothing precomputed.
+void for_each_term(const Conv2dShape& s,
+                   const std::function<void(int64_t co, int64_t wi, int64_t yi, int64_t xi)>& f) {
+  const int64_t cig = s.c_in / s.groups, cog = s.c_out / s.groups;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t co = 0; co < s.c_out; ++co)
+      for (int64_t oy = 0; oy < s.h_out; ++oy)
+        for (int64_t ox = 0; ox < s.w_out; ++ox)
+          for (int64_t cl = 0; cl < cig; ++cl)
+            for (int64_t ky = 0; ky < s.kh; ++ky)
+              for (int64_t kx = 0; kx < s.kw; ++kx) {
+                const int64_t iy = oy * s.stride_h - s.pad_h + ky * s.dil_h;
+                const int64_t ix = ox * s.stride_w - s.pad_w + kx * s.dil_w;
+                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                const int64_t ci = co / cog * cig + cl;
+                f(co, ((co * cig + cl) * s.kh + ky) * s.kw + kx,
+                  ((n * s.c_out + co) * s.h_out + oy) * s.w_out + ox,
+                  ((n * s.c_in + ci) * s.h + iy) * s.w + ix);
+              }
+}
+
+struct Sizes {
+  int64_t x, w, y;
+};
+Sizes sizes(const Conv2dShape& s) {
+  return {s.n * s.c_in * s.h * s.w, s.c_out * (s.c_in / s.groups) * s.kh * s.kw,
+          s.n * s.c_out * s.h_out * s.w_out};
+}
+
+struct Reference {
+  std::vector<double> y, gx, gw, gb;
+};
+
+Reference reference(const Conv2dShape& s, const std::vector<double>& x,
+                    const std::vector<double>& w, const std::vector<double>* b,
+                    const std::vector<double>& gy) {
+  const Sizes z = sizes(s);
+  Reference r;
+  r.y.assign(z.y, 0.0);
+  r.gx.assign(z.x, 0.0);
+  r.gw.assign(z.w, 0.0);
+  r.gb.assign(s.c_out, 0.0);
+  const int64_t plane = s.h_out * s.w_out;
+  for (int64_t i = 0; i < z.y; ++i) {
+    const int64_t co = i / plane % s.c_out;
+    if (b) r.y[i] = (*b)[co];
+    r.gb[co] += gy[i];
+  }
+  for_each_term(s, [&](int64_t, int64_t wi, int64_t yi, int64_t xi) {
+    r.y[yi] += w[wi] * x[xi];
+    r.gx[xi] += gy[yi] * w[wi];
+    r.gw[wi] += gy[yi] * x[xi];
+  });
+  return r;
+}
+
+// Largest difference relative to the reference's largest magnitude (at least 1).
+template <class T>
+double rel_err(const std::vector<T>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  double scale = 1, err = 0;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = std::abs(double(got[i]) - want[i]);
+    err = std::max(err, d != d ? std::numeric_limits<double>::infinity() : d);
+  }
+  return err / scale;
+}
+
+std::vector<double> random_values(int64_t count, std::mt19937& g) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<double> v(size_t(std::max<int64_t>(count, 0)));
+  for (double& e : v) e = u(g);  // float values, so float32 sees the same inputs
+  return v;
+}
+
+template <class T>
+std::vector<T> as(const std::vector<double>& v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+template <class T>
+void check_against_reference(const Case& c, double tol) {
+  const Conv2dShape& s = c.s;
+  std::mt19937 g(1234);
+  const Sizes z = sizes(s);
+  const auto x = random_values(z.x, g), w = random_values(z.w, g), b = random_values(s.c_out, g),
+             gy = random_values(z.y, g);
+  const Reference r = reference(s, x, w, c.bias ? &b : nullptr, gy);
+  const DType dt = ember::dtype_of_v<T>;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  // Outputs start as NaN: every element must be overwritten, none read.
+  const auto tx = as<T>(x), tw = as<T>(w), tb = as<T>(b), tgy = as<T>(gy);
+  std::vector<T> y(z.y, nan), gx(z.x, nan), gw(z.w, nan), gb(s.c_out, nan);
+  ember::cpu::conv2d_forward(dt, s, tx.data(), tw.data(), c.bias ? tb.data() : nullptr, y.data());
+  ember::cpu::conv2d_backward_input(dt, s, tgy.data(), tw.data(), gx.data());
+  ember::cpu::conv2d_backward_weight(dt, s, tgy.data(), tx.data(), gw.data(), gb.data());
+  INFO(c.name << " (" << ember::dtype_name(dt) << ")");
+  CHECK(rel_err(y, r.y) <= tol);
+  CHECK(rel_err(gx, r.gx) <= tol);
+  CHECK(rel_err(gw, r.gw) <= tol);
+  CHECK(rel_err(gb, r.gb) <= tol);
+  // Without a bias gradient the weight gradient is unchanged.
+  std::vector<T> gw2(z.w, nan);
+  ember::cpu::conv2d_backward_weight(dt, s, tgy.data(), tx.data(), gw2.data(), nullptr);
+  CHECK(rel_err(gw2, r.gw) <= tol);
+}
+
+}  // namespace
+
+TEST_CASE("conv2d float64 matches the direct definition", "[kernels][conv2d]") {
+  for (const Case& c : cases()) check_against_reference<double>(c, 1e-10);
+}
+
+TEST_CASE("conv2d float32 matches the direct definition", "[kernels][conv2d]") {
+  for (const Case& c : cases()) check_against_reference<float>(c, 1e-4);
+}
+
+TEST_CASE("conv2d gradients match central differences", "[kernels][conv2d]") {
+  // L = sum(gy * conv(x, w, b)); dL/dx, dL/dw, dL/db by central differences.
+  for (const Conv2dShape& s : {shape(2, 4, 4, 5, 2, 2, 3, 1, 2, 1, 1, 1, 2, 2),
+                               shape(1, 2, 5, 4, 3, 3, 2, 2, 1, 2, 0, 1, 1, 1)}) {
+    std::mt19937 g(7);
+    const Sizes z = sizes(s);
+    auto x = random_values(z.x, g), w = random_values(z.w, g), b = random_values(s.c_out, g);
+    const auto gy = random_values(z.y, g);
+    auto loss = [&] {
+      std::vector<double> y(z.y);
+      ember::cpu::conv2d_forward(DType::Float64, s, x.data(), w.data(), b.data(), y.data());
+      double l = 0;
+      for (int64_t i = 0; i < z.y; ++i) l += gy[i] * y[i];
+      return l;
+    };
+    auto numeric = [&](std::vector<double>& v) {
+      const double h = 1e-6;
+      std::vector<double> d(v.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        const double keep = v[i];
+        v[i] = keep + h;
+        const double up = loss();
+        v[i] = keep - h;
+        const double down = loss();
+        v[i] = keep;
+        d[i] = (up - down) / (2 * h);
+      }
+      return d;
+    };
+    std::vector<double> gx(z.x), gw(z.w), gb(s.c_out);
+    ember::cpu::conv2d_backward_input(DType::Float64, s, gy.data(), w.data(), gx.data());
+    ember::cpu::conv2d_backward_weight(DType::Float64, s, gy.data(), x.data(), gw.data(), gb.data());
+    CHECK(rel_err(gx, numeric(x)) <= 1e-7);
+    CHECK(rel_err(gw, numeric(w)) <= 1e-7);
+    CHECK(rel_err(gb, numeric(b)) <= 1e-7);
+  }
+}
+
+TEST_CASE("conv2d repeated calls reuse scratch and give the same result", "[kernels][conv2d]") {
+  // A large call then a small one then the large one again: the grow-only scratch
+  // must not leak state between calls.
+  const Conv2dShape big = shape(4, 6, 12, 12, 12, 5, 5), small = shape(2, 1, 6, 6, 2, 3, 3);
+  std::mt19937 g(3);
+  const auto xb = as<float>(random_values(sizes(big).x, g)), wb = as<float>(random_values(sizes(big).w, g));
+  const auto xs = as<float>(random_values(sizes(small).x, g)), ws = as<float>(random_values(sizes(small).w, g));
+  std::vector<float> y1(sizes(big).y), y2(sizes(big).y), ys(sizes(small).y);
+  ember::cpu::conv2d_forward(DType::Float32, big, xb.data(), wb.data(), nullptr, y1.data());
+  ember::cpu::conv2d_forward(DType::Float32, small, xs.data(), ws.data(), nullptr, ys.data());
+  ember::cpu::conv2d_forward(DType::Float32, big, xb.data(), wb.data(), nullptr, y2.data());
+  CHECK(y1 == y2);
+}
+
+TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {
+  Conv2dShape s = shape(0, 2, 5, 5, 3, 3, 3);
+  std::vector<double> w(sizes(s).w, 1.0), gw(sizes(s).w, 5.0), gb(3, 5.0);
+  ember::cpu::conv2d_forward(DType::Float64, s, nullptr, w.data(), nullptr, nullptr);
+  ember::cpu::conv2d_backward_input(DType::Float64, s, nullptr, w.data(), nullptr);
+  ember::cpu::conv2d_backward_weight(DType::Float64, s, nullptr, nullptr, gw.data(), gb.data());
+  CHECK(std::all_of(gw.begin(), gw.end(), [](double v) { return v == 0; }));
+  CHECK(std::all_of(gb.begin(), gb.end(), [](double v) { return v == 0; }));
+  CHECK_THROWS_AS(ember::cpu::conv2d_forward(DType::Int32, shape(1, 1, 3, 3, 1, 1, 1), nullptr,
+                                             nullptr, nullptr, nullptr),
+                  ember::NotImplementedError);
+  CHECK_THROWS_WITH(ember::cpu::conv2d_forward(DType::Float16, shape(1, 1, 3, 3, 1, 1, 1),
+                                               nullptr, nullptr, nullptr, nullptr),
+                    "conv2d_forward: no kernel for device cpu and dtype float16");
+}
+
+TEST_CASE("conv2d output size follows PyTorch", "[kernels][conv2d]") {
+  using ember::cpu::conv2d_output_size;
+  CHECK(conv2d_output_size(28, 5, 1, 0, 1) == 24);
+  CHECK(conv2d_output_size(7, 3, 2, 1, 1) == 4);
+  CHECK(conv2d_output_size(8, 3, 1, 2, 2) == 8);
+  CHECK(conv2d_output_size(10, 2, 3, 0, 1) == 3);
+  CHECK(conv2d_output_size(2, 5, 1, 1, 1) == 0);  // kernel wider than the padded input
+}

@@ -1,0 +1,327 @@
+// TensorBoard event files: what SummaryWriter writes is read back by a reader
+// written here from the format description alone (its own bitwise CRC-32C, its
+// own TFRecord framing and protobuf decoding), and the library's CRC-32C is held
+// to published check values, one of them taken from a real TensorFlow event file.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <bit>
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "ember.h"
+#include "nn/serialize/crc32c.h"
+#include "nn/serialize/summary_writer.h"
+#include "nn/serialize/tfrecord.h"
+
+using namespace ember;
+using namespace ember::serialize;
+using Catch::Matchers::Message;
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---- the independent reader ----
+
+// One bit at a time, straight from the definition: reflected polynomial 0x82F63B78,
+// register preset to all ones, result inverted.
+uint32_t bitwise_crc32c(const std::string& s) {
+  uint32_t r = 0xffffffffu;
+  for (unsigned char c : s) {
+    r ^= c;
+    for (int k = 0; k < 8; ++k) r = (r >> 1) ^ ((r & 1u) ? 0x82F63B78u : 0u);
+  }
+  return ~r;
+}
+
+uint32_t masked(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+
+uint64_t read_le(const std::string& s, size_t at, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(s.at(at + i))) << (8 * i);
+  return v;
+}
+
+// Splits a TFRecord file into its payloads, checking both CRCs of every record.
+std::vector<std::string> read_records(const std::string& file) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < file.size()) {
+    REQUIRE(file.size() - at >= 12);
+    const uint64_t len = read_le(file, at, 8);
+    REQUIRE(read_le(file, at + 8, 4) == masked(bitwise_crc32c(file.substr(at, 8))));
+    REQUIRE(file.size() - at - 12 >= len + 4);
+    const std::string data = file.substr(at + 12, len);
+    REQUIRE(read_le(file, at + 12 + len, 4) == masked(bitwise_crc32c(data)));
+    out.push_back(data);
+    at += 12 + len + 4;
+  }
+  return out;
+}
+
+// A protobuf field: varints and fixed values in `number`, length-delimited in `bytes`.
+struct Field {
+  int tag = 0, wire = 0;
+  uint64_t number = 0;
+  std::string bytes;
+};
+
+std::vector<Field> decode(const std::string& msg) {
+  std::vector<Field> fields;
+  size_t at = 0;
+  auto varint = [&]() {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      REQUIRE(shift < 70);
+      const auto b = static_cast<unsigned char>(msg.at(at++));
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  while (at < msg.size()) {
+    const uint64_t key = varint();
+    Field f;
+    f.tag = static_cast<int>(key >> 3);
+    f.wire = static_cast<int>(key & 7);
+    if (f.wire == 0) {
+      f.number = varint();
+    } else if (f.wire == 1 || f.wire == 5) {
+      const int n = f.wire == 1 ? 8 : 4;
+      f.number = read_le(msg, at, n);
+      at += n;
+    } else if (f.wire == 2) {
+      const uint64_t n = varint();
+      REQUIRE(n <= msg.size() - at);
+      f.bytes = msg.substr(at, n);
+      at += n;
+    } else {
+      FAIL("unexpected wire type " << f.wire);
+    }
+    fields.push_back(f);
+  }
+  return fields;
+}
+
+const Field& only(const std::vector<Field>& fields, int tag, int wire) {
+  const Field* found = nullptr;
+  for (const Field& f : fields)
+    if (f.tag == tag) {
+      REQUIRE(found == nullptr);
+      found = &f;
+    }
+  REQUIRE(found != nullptr);
+  REQUIRE(found->wire == wire);
+  return *found;
+}
+
+double as_double(uint64_t bits) { return std::bit_cast<double>(bits); }
+float as_float(uint64_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits)); }
+
+struct Scalar_ {
+  std::string tag;
+  int64_t step;
+  float value;
+  double wall_time;
+};
+
+// The file version from the first event and the scalars of all later ones.
+std::pair<std::string, std::vector<Scalar_>> read_event_file(const std::string& path, double* first_wall_time = nullptr) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  std::ostringstream s;
+  s << in.rdbuf();
+  const std::vector<std::string> records = read_records(s.str());
+  REQUIRE(!records.empty());
+  const std::vector<Field> first = decode(records[0]);
+  REQUIRE(first.size() == 2);
+  if (first_wall_time) *first_wall_time = as_double(only(first, 1, 1).number);
+  const std::string version = only(first, 3, 2).bytes;
+  std::vector<Scalar_> scalars;
+  for (size_t i = 1; i < records.size(); ++i) {
+    const std::vector<Field> event = decode(records[i]);
+    REQUIRE(event.size() == 3);
+    const std::vector<Field> summary = decode(only(event, 5, 2).bytes);
+    REQUIRE(summary.size() == 1);
+    const std::vector<Field> value = decode(only(summary, 1, 2).bytes);
+    REQUIRE(value.size() == 2);
+    scalars.push_back({only(value, 1, 2).bytes, static_cast<int64_t>(only(event, 2, 0).number),
+                       as_float(only(value, 2, 5).number), as_double(only(event, 1, 1).number)});
+  }
+  return {version, scalars};
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int n = 0;
+    path = fs::temp_directory_path() / ("ember_test_tensorboard." + std::to_string(::getpid()) + "." + std::to_string(n++));
+    fs::remove_all(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// Lowers a resource limit for one scope, so that the OS refuses a write or an open
+// the way a full disk or an exhausted descriptor table would.
+struct LimitGuard {
+  int resource;
+  rlimit saved{};
+  LimitGuard(int r, rlim_t soft) : resource(r) {
+    REQUIRE(getrlimit(resource, &saved) == 0);
+    rlimit lowered = saved;
+    lowered.rlim_cur = soft;
+    REQUIRE(setrlimit(resource, &lowered) == 0);
+  }
+  ~LimitGuard() { setrlimit(resource, &saved); }
+};
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+TEST_CASE("crc32c matches published check values, table and bitwise alike", "[tensorboard][crc32c]") {
+  const std::string digits = "123456789";
+  REQUIRE(crc32c(digits.data(), digits.size()) == 0xE3069283u);
+  REQUIRE(bitwise_crc32c(digits) == 0xE3069283u);
+  REQUIRE(crc32c("", 0) == 0u);
+  // RFC 3720 (iSCSI) section B.4.
+  std::string zeros(32, '\0'), ones(32, '\xff'), up(32, '\0'), down(32, '\0');
+  for (int i = 0; i < 32; ++i) up[i] = static_cast<char>(i), down[i] = static_cast<char>(31 - i);
+  const std::pair<std::string, uint32_t> rfc[] = {
+      {zeros, 0x8A9136AAu}, {ones, 0x62A8AB43u}, {up, 0x46DD794Eu}, {down, 0x113FDB5Cu}};
+  for (const auto& [bytes, expected] : rfc) {
+    REQUIRE(crc32c(bytes.data(), bytes.size()) == expected);
+    REQUIRE(bitwise_crc32c(bytes) == expected);
+  }
+  // Chaining continues a CRC across pieces.
+  const std::string text = "The quick brown fox jumps over the lazy dog";
+  REQUIRE(crc32c(text.data(), text.size()) == 0x22620404u);
+  REQUIRE(crc32c(text.data() + 10, text.size() - 10, crc32c(text.data(), 10)) == 0x22620404u);
+  // Every length and byte pattern up to 64 bytes: table against bitwise.
+  std::string s;
+  for (int n = 0; n < 64; ++n) {
+    REQUIRE(crc32c(s.data(), s.size()) == bitwise_crc32c(s));
+    s.push_back(static_cast<char>(n * 37 + 11));
+  }
+}
+
+TEST_CASE("masked CRCs match TFRecord values from the field", "[tensorboard][crc32c]") {
+  // Payload and checksum of a record in a real TensorFlow event file:
+  // Event{file_version: "CRC test, one two"}, as quoted in TensorBoard's Rust reader.
+  const std::string event = std::string("\x1a\x11") + "CRC test, one two";
+  REQUIRE(mask_crc32c(crc32c(event.data(), event.size())) == 0x5794D08Au);
+  REQUIRE(masked(bitwise_crc32c(event)) == 0x5794D08Au);
+  const std::string other = "1234567890asdfghjkl";
+  REQUIRE(mask_crc32c(crc32c(other.data(), other.size())) == 4134599430u);
+
+  // The framed record: length, its masked CRC, payload, the payload's masked CRC.
+  const std::string record = tfrecord_frame(event);
+  REQUIRE(record.size() == 8 + 4 + event.size() + 4);
+  REQUIRE(read_le(record, 0, 8) == event.size());
+  REQUIRE(read_le(record, 8, 4) == masked(bitwise_crc32c(record.substr(0, 8))));
+  REQUIRE(record.substr(12, event.size()) == event);
+  REQUIRE(read_le(record, 12 + event.size(), 4) == 0x5794D08Au);
+  REQUIRE(read_records(record) == std::vector<std::string>{event});
+}
+
+TEST_CASE("SummaryWriter writes scalars an independent reader reads back", "[tensorboard]") {
+  TempDir dir;
+  const std::string logdir = (dir.path / "runs" / "exp1").string();
+  const double before = now();
+  std::string path;
+  const std::vector<Scalar_> logged = {
+      {"loss", 0, 2.5f, 0},
+      {"loss", 1, 1.25f, 0},
+      {"accuracy", 1, 0.1f, 0},      // stored as float32: 0.1 rounds
+      {"loss/train", 100, -3.75f, 0},
+      {"lr", int64_t(1) << 40, 1e-8f, 0},  // a multi-byte varint
+      {"neg", -1, 0.0f, 0},            // negative int64: a ten-byte varint
+      {"ünï", 7, 65504.0f, 0},
+  };
+  {
+    SummaryWriter w(logdir);
+    path = w.path();
+    REQUIRE(w.logdir() == logdir);
+    REQUIRE(fs::is_directory(logdir));
+    const std::string name = fs::path(path).filename().string();
+    REQUIRE(name.rfind("events.out.tfevents.", 0) == 0);
+    REQUIRE(fs::path(path).parent_path() == fs::path(logdir));
+    for (const Scalar_& s : logged) w.add_scalar(s.tag, s.tag == "accuracy" ? 0.1 : s.value, s.step);
+    // Each scalar is in the file already, before flush or close.
+    REQUIRE(read_event_file(path).second.size() == logged.size());
+    w.add_scalar("walltime", 1.0, 3, 1234567890.5);
+    w.flush();
+  }  // the destructor closes
+  const double after = now();
+
+  double wall = 0;
+  const auto [version, scalars] = read_event_file(path, &wall);
+  REQUIRE(version == "brain.Event:2");
+  REQUIRE(wall >= std::floor(before));
+  REQUIRE(wall <= after);
+  REQUIRE(scalars.size() == logged.size() + 1);
+  for (size_t i = 0; i < logged.size(); ++i) {
+    INFO(i);
+    CHECK(scalars[i].tag == logged[i].tag);
+    CHECK(scalars[i].step == logged[i].step);
+    CHECK(scalars[i].value == logged[i].value);
+    CHECK(scalars[i].wall_time >= std::floor(before));
+    CHECK(scalars[i].wall_time <= after);
+  }
+  CHECK(scalars.back().tag == "walltime");
+  CHECK(scalars.back().wall_time == 1234567890.5);
+}
+
+TEST_CASE("SummaryWriter: two writers get two files; close is final", "[tensorboard][errors]") {
+  TempDir dir;
+  SummaryWriter a(dir.path.string()), b(dir.path.string());
+  REQUIRE(a.path() != b.path());
+  a.add_scalar("x", 1, 0);
+  b.add_scalar("y", 2, 0);
+  a.close();
+  a.close();  // a second close does nothing
+  a.flush();
+  REQUIRE_THROWS_MATCHES(a.add_scalar("x", 1, 1), ValueError, Message("SummaryWriter: add_scalar called after close()"));
+  b.close();
+  REQUIRE(read_event_file(a.path()).second.size() == 1);
+  REQUIRE(read_event_file(b.path()).second[0].tag == "y");
+}
+
+TEST_CASE("SummaryWriter: a log directory that cannot be created", "[tensorboard][errors]") {
+  TempDir dir;
+  fs::create_directories(dir.path);
+  const std::string file = (dir.path / "plain_file").string();
+  std::ofstream(file) << "x";
+  const std::string logdir = file + "/runs";
+  REQUIRE_THROWS_MATCHES(SummaryWriter(logdir), FormatError,
+                         Message(logdir + ": cannot create the log directory: Not a directory"));
+}
+
+TEST_CASE("SummaryWriter: an event file that cannot be created or written", "[tensorboard][errors]") {
+  TempDir dir;
+  const std::string logdir = dir.path.string();
+  {
+    const int lowest_free = ::dup(0);
+    ::close(lowest_free);
+    LimitGuard limit(RLIMIT_NOFILE, static_cast<rlim_t>(lowest_free));
+    REQUIRE_THROWS_MATCHES(SummaryWriter(logdir), FormatError,
+                           Catch::Matchers::Predicate<std::exception>([&](const std::exception& e) {
+                             const std::string m = e.what(), tail = ": cannot create the event file: Too many open files";
+                             return m.rfind(logdir + "/events.out.tfevents.", 0) == 0 && m.size() > tail.size() &&
+                                    m.compare(m.size() - tail.size(), tail.size(), tail) == 0;
+                           }, "names the event file and the reason"));
+  }
+  SummaryWriter w(logdir);
+  const auto size = fs::file_size(w.path());
+  std::signal(SIGXFSZ, SIG_IGN);  // report EFBIG from write() instead of killing the process
+  LimitGuard limit(RLIMIT_FSIZE, static_cast<rlim_t>(size));
+  REQUIRE_THROWS_MATCHES(w.add_scalar("x", 1, 0), FormatError, Message(w.path() + ": write failed: File too large"));
+}
