@@ -1,0 +1,77 @@
+// train_fashion_mnist: trains the seed network on FashionMNIST for every
+// combination of the listed learning rates, batch sizes, worker counts and
+// devices (like the seed documents' run manager), prints a results table and
+// writes results.csv, results.json, each run's model (safetensors) and TensorBoard
+// event files under --out. docs/training.md describes the options and outputs.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "ember.h"
+#include "nn/data/fashion_mnist.h"
+#include "results.h"
+#include "run_manager.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train Ember's seed CNN on FashionMNIST"};
+  std::vector<std::string> devices{"auto"};
+  std::vector<double> lrs{0.01};
+  std::vector<int64_t> batch_sizes{100};
+  std::vector<int> workers{0};
+  train::TrainOptions options;
+  std::string data_dir = ember::data::FashionMNIST::kDefaultRoot, optimizer = "adam";
+  int threads = 2;
+  bool quiet = false;
+  app.add_option("--device", devices, "auto|cpu|cuda[:N], comma separated (auto: CUDA when available)")
+      ->delimiter(',');
+  app.add_option("--lr", lrs, "learning rates, comma separated")->delimiter(',');
+  app.add_option("--batch-size", batch_sizes, "batch sizes, comma separated")->delimiter(',');
+  app.add_option("--num-workers", workers, "DataLoader worker threads, comma separated")->delimiter(',');
+  app.add_option("--epochs", options.epochs, "epochs per run")->check(CLI::PositiveNumber);
+  app.add_option("--seed", options.seed, "seed for initialisation and shuffling");
+  app.add_option("--out", options.out_dir, "folder for results, models and TensorBoard logs");
+  app.add_option("--data", data_dir, "folder with the FashionMNIST IDX files");
+  app.add_option("--optimizer", optimizer, "adam or sgd (momentum 0.9)")->check(CLI::IsMember({"adam", "sgd"}));
+  app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
+  app.add_option("--train-limit", options.train_limit, "train on the first N images only (0: all)");
+  app.add_flag("--quiet", quiet, "no progress bars");
+  CLI11_PARSE(app, argc, argv);
+  options.progress = !quiet;
+
+  try {
+    ember::set_num_threads(threads);
+    for (auto& d : devices) {
+      if (d == "auto") d = "cpu";  // CUDA arrives with the CUDA backend; cuda::is_available() then decides
+      const ember::Device dev(d);  // validates the string
+      if (dev.is_cuda())
+        throw ember::DeviceError(
+            "CUDA is not available: Ember was built without CUDA support or no CUDA device is present");
+    }
+    for (int64_t b : batch_sizes)
+      if (b < 1) throw ember::ValueError("--batch-size values must be positive");
+    for (int w : workers)
+      if (w < 0) throw ember::ValueError("--num-workers values must be non-negative");
+    const ember::data::FashionMNIST train_set(data_dir, true), test_set(data_dir, false);
+    std::printf("FashionMNIST: %lld training and %lld test images from %s\n",
+                static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()), data_dir.c_str());
+    std::vector<train::EpochResult> rows;
+    const auto runs = train::expand_grid(lrs, batch_sizes, workers, devices, optimizer);
+    for (const auto& run : runs) {
+      std::printf("run %d/%zu: lr %g, batch size %lld, workers %d, device %s\n", run.run, runs.size(), run.lr,
+                  static_cast<long long>(run.batch_size), run.num_workers, run.device.c_str());
+      for (auto& r : train::train_run(run, options, train_set, test_set)) {
+        std::printf("run %d epoch %d: loss %.4f, test accuracy %.4f (%.1f s)\n", r.run, r.epoch, r.loss, r.accuracy,
+                    r.epoch_duration);
+        rows.push_back(r);
+      }
+      train::write_results(rows, options.out_dir);  // after every run, so a stopped grid keeps what it finished
+    }
+    std::printf("\n%s\nresults: %s/results.csv, %s/results.json; models and TensorBoard logs in %s/run-*/\n",
+                train::results_table(rows).c_str(), options.out_dir.c_str(), options.out_dir.c_str(),
+                options.out_dir.c_str());
+  } catch (const ember::Error& e) {
+    std::fprintf(stderr, "train_fashion_mnist: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,26 @@
+// Trains the seed network for one RunConfig: per epoch a pass over the shuffled
+// training set with a progress bar, then test accuracy; logs loss and accuracy to
+// TensorBoard and saves the trained model as safetensors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/data/fashion_mnist.h"
+#include "run_config.h"
+
+namespace train {
+
+struct TrainOptions {
+  int epochs = 1;
+  uint64_t seed = 0;
+  std::string out_dir = "runs";
+  int64_t train_limit = 0;  // use only the first N training images (0: all)
+  bool progress = true;
+};
+
+std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& options,
+                                   const ember::data::FashionMNIST& train_set,
+                                   const ember::data::FashionMNIST& test_set);
+
+}  // namespace train
