@@ -308,17 +308,35 @@ TEST_CASE("SummaryWriter: a log directory that cannot be created", "[tensorboard
 TEST_CASE("SummaryWriter: an event file that cannot be created or written", "[tensorboard][errors]") {
   TempDir dir;
   const std::string logdir = dir.path.string();
+  std::exception_ptr raised;
   {
+    // No file descriptor left. Only the constructor runs inside the limit: sanitizer
+    // runtimes need descriptors of their own.
     const int lowest_free = ::dup(0);
     ::close(lowest_free);
     LimitGuard limit(RLIMIT_NOFILE, static_cast<rlim_t>(lowest_free));
-    REQUIRE_THROWS_MATCHES(SummaryWriter(logdir), FormatError,
-                           Catch::Matchers::Predicate<std::exception>([&](const std::exception& e) {
-                             const std::string m = e.what(), tail = ": cannot create the event file: Too many open files";
-                             return m.rfind(logdir + "/events.out.tfevents.", 0) == 0 && m.size() > tail.size() &&
-                                    m.compare(m.size() - tail.size(), tail.size(), tail) == 0;
-                           }, "names the event file and the reason"));
+    try {
+      SummaryWriter w(logdir);
+    } catch (...) {
+      raised = std::current_exception();
+    }
   }
+  std::string error = "no exception";
+  try {
+    if (raised) std::rethrow_exception(raised);
+  } catch (const FormatError& e) {
+    error = e.what();
+  } catch (...) {
+    error = "another exception";
+  }
+  // The file name holds the time, host and pid; the rest of the message is fixed.
+  const std::string head = logdir + "/events.out.tfevents.", tail = ": cannot create the event file: Too many open files";
+  INFO(error);
+  REQUIRE(error.rfind(head, 0) == 0);
+  REQUIRE(error.size() > head.size() + tail.size());
+  REQUIRE(error.compare(error.size() - tail.size(), tail.size(), tail) == 0);
+  REQUIRE(fs::is_empty(logdir));
+
   SummaryWriter w(logdir);
   const auto size = fs::file_size(w.path());
   std::signal(SIGXFSZ, SIG_IGN);  // report EFBIG from write() instead of killing the process
