@@ -1,6 +1,11 @@
 // Module: registration, traversal, conversion, state dicts and printing.
 #include "nn/module.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
@@ -86,7 +91,11 @@ NamedTensors Module::named_buffers(bool recurse) const {
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
-  out.emplace_back("", shared_from_this());
+  // A module not owned by a shared_ptr (one on the stack) is listed through a
+  // non-owning handle rather than failing with std::bad_weak_ptr.
+  std::shared_ptr<Module> self = weak_from_this().lock();
+  if (!self) self = std::shared_ptr<Module>(std::shared_ptr<Module>(), this);
+  out.emplace_back("", std::move(self));
   for (auto& [cn, child] : children_)
     for (auto& [n, m] : child->named_modules()) out.emplace_back(n.empty() ? cn : cn + "." + n, m);
   return out;
@@ -195,9 +204,11 @@ void Module::check_input_device(const Tensor& input, const char* op_name) const 
 }
 
 std::string Module::str() const {
-  std::string s = type_name_ + "(" + extra_repr();
-  if (children_.empty()) return s + ")";
-  s += "\n";
+  const std::string extra = extra_repr();
+  if (children_.empty()) return type_name_ + "(" + extra + ")";
+  // With children, torch puts the extra_repr on a line of its own before them.
+  std::string s = type_name_ + "(\n";
+  if (!extra.empty()) s += "  " + extra + "\n";
   for (const auto& [n, child] : children_) {
     std::string c = child->str();
     // Indent the child's continuation lines by two spaces.
@@ -212,5 +223,25 @@ std::string Module::str() const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.str(); }
+
+std::string repr_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // Python's repr: the fewest significant digits that read back as v, written with
+  // an exponent when it is below -4 or at least 16, and ".0" on whole numbers.
+  char buf[40];
+  int digits = 1;
+  for (; digits < 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*e", digits - 1, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::snprintf(buf, sizeof buf, "%.*e", digits - 1, v);
+  const int exp = std::atoi(std::strchr(buf, 'e') + 1);
+  if (exp < -4 || exp >= 16) return buf;  // "1e-05", "1.5e+16", as Python
+  std::snprintf(buf, sizeof buf, "%.*f", std::max(digits - 1 - exp, 0), v);
+  std::string s = buf;
+  if (s.find('.') == std::string::npos) s += ".0";
+  return s;
+}
 
 }  // namespace ember::nn

@@ -98,4 +98,7 @@ void set_data(Tensor& t, const Tensor& data);
 
 std::ostream& operator<<(std::ostream& os, const Module& m);
 
+// A float as Python's repr writes it in a module's repr: 0.5, 1e-05, 0.0, 1.0.
+std::string repr_float(double v);
+
 }  // namespace ember::nn

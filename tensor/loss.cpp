@@ -18,9 +18,11 @@ void check_loss_args(const char* op, const Tensor& input, const Tensor& targets)
     throw ShapeError(msg(op, ": expected input of shape [N, C], got ", shape_str(input.shape())));
   if (targets.dtype() != kInt64)
     throw DTypeError(msg(op, ": expected targets of dtype int64 (class indices), got ", targets.dtype()));
+  if (targets.dim() > 1) throw ShapeError("0D or 1D target tensor expected, multi-target not supported");
+  // A 0-dim target has batch size 0 in PyTorch's message.
   if (targets.dim() != 1 || targets.shape()[0] != input.shape()[0])
     throw ShapeError(msg("Expected input batch_size (", input.shape()[0], ") to match target batch_size (",
-                         targets.dim() == 1 ? targets.shape()[0] : targets.numel(), ")."));
+                         targets.dim() == 1 ? targets.shape()[0] : 0, ")."));
   if (!is_floating(input.dtype())) throw DTypeError(msg(op, ": expected a floating point input, got ", input.dtype()));
 }
 

@@ -44,13 +44,16 @@ void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg
     const A step_size = static_cast<A>(h.lr / bc1), sqrt_bc2 = static_cast<A>(std::sqrt(bc2));
     const A b1 = static_cast<A>(h.beta1), b2 = static_cast<A>(h.beta2), eps = static_cast<A>(h.eps);
     const A wd = static_cast<A>(h.weight_decay), decay = static_cast<A>(1 - h.lr * h.weight_decay);
+    // 1 - beta computed in double and rounded once, as PyTorch passes it as an
+    // alpha (rounding beta to float32 first is ~200 ulp off for beta2 = 0.999).
+    const A one_minus_b1 = static_cast<A>(1 - h.beta1), one_minus_b2 = static_cast<A>(1 - h.beta2);
 #pragma omp parallel for schedule(static) if (n >= kParallelGrain)
     for (int64_t i = 0; i < n; ++i) {
       A pi = static_cast<A>(p[i]), gi = static_cast<A>(g[i]);
       if (h.decoupled) pi *= decay;
       else gi += wd * pi;
-      const A mi = b1 * static_cast<A>(m[i]) + (1 - b1) * gi;
-      const A vi = b2 * static_cast<A>(v[i]) + (1 - b2) * gi * gi;
+      const A mi = b1 * static_cast<A>(m[i]) + one_minus_b1 * gi;
+      const A vi = b2 * static_cast<A>(v[i]) + one_minus_b2 * gi * gi;
       m[i] = static_cast<T>(mi);
       v[i] = static_cast<T>(vi);
       A vs = vi;

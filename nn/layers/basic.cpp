@@ -41,7 +41,7 @@ Dropout::Dropout(double p, Generator* gen) : Module("Dropout"), p(p), gen_(gen) 
 
 Tensor Dropout::forward(const Tensor& x) { return functional::dropout(x, p, is_training(), gen_); }
 
-std::string Dropout::extra_repr() const { return msg("p=", p, ", inplace=False"); }
+std::string Dropout::extra_repr() const { return msg("p=", repr_float(p), ", inplace=False"); }
 
 Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) : Module("Sequential") {
   for (const auto& m : modules) add(m);

@@ -38,8 +38,8 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
 }
 
 std::string BatchNorm2d::extra_repr() const {
-  return msg(num_features, ", eps=", eps, ", momentum=", momentum, ", affine=", affine ? "True" : "False",
-             ", track_running_stats=", track_running_stats ? "True" : "False");
+  return msg(num_features, ", eps=", repr_float(eps), ", momentum=", repr_float(momentum),
+             ", affine=", affine ? "True" : "False", ", track_running_stats=", track_running_stats ? "True" : "False");
 }
 
 }  // namespace ember::nn

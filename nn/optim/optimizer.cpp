@@ -62,7 +62,11 @@ void Optimizer::load_state_dict(const StateDict& state) {
   for (const auto& [k, t] : state) {
     if (k.rfind("state.", 0) == 0) {
       const size_t dot = k.find('.', 6);
-      if (dot == std::string::npos) throw ValueError(msg("optimizer state_dict: malformed key '", k, "'"));
+      // "state.<digits>.<name>": anything else is malformed (and never reaches stoul,
+      // whose std::invalid_argument and std::out_of_range are not ember errors).
+      const bool digits = dot != std::string::npos && dot > 6 && dot - 6 <= 9 &&
+                          k.find_first_not_of("0123456789", 6) == dot;
+      if (!digits || dot + 1 == k.size()) throw ValueError(msg("optimizer state_dict: malformed key '", k, "'"));
       const size_t i = std::stoul(k.substr(6, dot - 6));
       if (i >= params_.size())
         throw ValueError(msg("optimizer state_dict: state for parameter ", i, " but the optimizer has ",

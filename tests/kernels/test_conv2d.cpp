@@ -46,8 +46,12 @@ std::vector<Case> cases() {
       {"stride 2x1, pad 1x0, 3x2 kernel", shape(2, 3, 7, 9, 4, 3, 2, 2, 1, 1, 0), true},
       {"stride 2, pad 2", shape(1, 2, 9, 8, 3, 3, 3, 2, 2, 2, 2), false},
       {"dilation 2, pad 2x1", shape(1, 2, 8, 6, 3, 3, 3, 1, 1, 2, 1, 2, 2), true},
-      {"groups 2, stride 1x2, pad 1x2, 2x3 kernel", shape(5, 4, 6, 5, 6, 2, 3, 1, 2, 1, 2, 1, 1, 2), true},
-      {"groups 3, stride 2, pad 1, dilation 1x2", shape(2, 6, 9, 7, 9, 3, 3, 2, 2, 1, 1, 1, 2, 3), true},
+      {"groups 2, stride 1x2, pad 1x2, 2x3 kernel",
+       shape(5, 4, 6, 5, 6, 2, 3, 1, 2, 1, 2, 1, 1, 2), true},
+      {"groups 3, stride 2, pad 1, dilation 1x2",
+       shape(2, 6, 9, 7, 9, 3, 3, 2, 2, 1, 1, 1, 2, 3), true},
+      {"groups 3, stride 1, pad 2, dilation 2x1 (stride-1 kernels)",
+       shape(3, 6, 8, 9, 9, 3, 2, 1, 1, 2, 2, 2, 1, 3), true},
       {"depthwise", shape(3, 4, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4), false},
       {"1x1", shape(3, 5, 4, 6, 7, 1, 1), true},
       {"1x1 grouped", shape(2, 6, 3, 5, 4, 1, 1, 1, 1, 0, 0, 1, 1, 2), true},
@@ -171,14 +175,32 @@ void check_against_reference(const Case& c, double tol) {
   CHECK(rel_err(gw2, r.gw) <= tol);
 }
 
+// Runs f once for every instruction set this CPU can run the stride-1 kernels
+// with, then goes back to the automatic choice.
+template <class F>
+void for_each_isa(F&& f) {
+  struct Restore {
+    ~Restore() { ember::cpu::conv2d_set_kernels("auto"); }
+  } restore;
+  for (const char* isa : {"avx512", "avx2", "sse"}) {
+    if (!ember::cpu::conv2d_set_kernels(isa)) continue;
+    INFO("kernels: " << isa);
+    f();
+  }
+}
+
 }  // namespace
 
 TEST_CASE("conv2d float64 matches the direct definition", "[kernels][conv2d]") {
-  for (const Case& c : cases()) check_against_reference<double>(c, 1e-10);
+  for_each_isa([] {
+    for (const Case& c : cases()) check_against_reference<double>(c, 1e-10);
+  });
 }
 
 TEST_CASE("conv2d float32 matches the direct definition", "[kernels][conv2d]") {
-  for (const Case& c : cases()) check_against_reference<float>(c, 1e-4);
+  for_each_isa([] {
+    for (const Case& c : cases()) check_against_reference<float>(c, 1e-4);
+  });
 }
 
 TEST_CASE("conv2d gradients match central differences", "[kernels][conv2d]") {
@@ -212,7 +234,8 @@ TEST_CASE("conv2d gradients match central differences", "[kernels][conv2d]") {
     };
     std::vector<double> gx(z.x), gw(z.w), gb(s.c_out);
     ember::cpu::conv2d_backward_input(DType::Float64, s, gy.data(), w.data(), gx.data());
-    ember::cpu::conv2d_backward_weight(DType::Float64, s, gy.data(), x.data(), gw.data(), gb.data());
+    ember::cpu::conv2d_backward_weight(DType::Float64, s, gy.data(), x.data(), gw.data(),
+                                       gb.data());
     CHECK(rel_err(gx, numeric(x)) <= 1e-7);
     CHECK(rel_err(gw, numeric(w)) <= 1e-7);
     CHECK(rel_err(gb, numeric(b)) <= 1e-7);
@@ -224,8 +247,10 @@ TEST_CASE("conv2d repeated calls reuse scratch and give the same result", "[kern
   // must not leak state between calls.
   const Conv2dShape big = shape(4, 6, 12, 12, 12, 5, 5), small = shape(2, 1, 6, 6, 2, 3, 3);
   std::mt19937 g(3);
-  const auto xb = as<float>(random_values(sizes(big).x, g)), wb = as<float>(random_values(sizes(big).w, g));
-  const auto xs = as<float>(random_values(sizes(small).x, g)), ws = as<float>(random_values(sizes(small).w, g));
+  const auto xb = as<float>(random_values(sizes(big).x, g));
+  const auto wb = as<float>(random_values(sizes(big).w, g));
+  const auto xs = as<float>(random_values(sizes(small).x, g));
+  const auto ws = as<float>(random_values(sizes(small).w, g));
   std::vector<float> y1(sizes(big).y), y2(sizes(big).y), ys(sizes(small).y);
   ember::cpu::conv2d_forward(DType::Float32, big, xb.data(), wb.data(), nullptr, y1.data());
   ember::cpu::conv2d_forward(DType::Float32, small, xs.data(), ws.data(), nullptr, ys.data());
@@ -247,6 +272,8 @@ TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {
   CHECK_THROWS_WITH(ember::cpu::conv2d_forward(DType::Float16, shape(1, 1, 3, 3, 1, 1, 1),
                                                nullptr, nullptr, nullptr, nullptr),
                     "conv2d_forward: no kernel for device cpu and dtype float16");
+  CHECK_FALSE(ember::cpu::conv2d_set_kernels("no-such-isa"));
+  CHECK(ember::cpu::conv2d_set_kernels("auto"));
 }
 
 TEST_CASE("conv2d output size follows PyTorch", "[kernels][conv2d]") {
