@@ -39,7 +39,9 @@ inline Conv2dShape& conv2d_set_output_size(Conv2dShape& s) {
 }
 
 // float32 and float64 only (half types are converted by the caller); any other
-// dtype throws NotImplementedError.
+// dtype throws NotImplementedError. When x or the weight holds Inf or NaN, the
+// gradients do too, possibly in a few more entries than a term-by-term sum gives:
+// the stride-1 kernels multiply zeros of grad_y by values just outside a tap's reach.
 
 // y = conv(x, weight) + bias.
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
@@ -52,7 +54,16 @@ void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y,
 
 // grad_weight = correlation of grad_y with x summed over the batch, grad_bias
 // (nullable) = grad_y summed over batch and space. Both are overwritten.
+// When x or the weight holds Inf or NaN the gradients do too, possibly in a few more
+// entries than a term-by-term sum gives (the stride-1 kernels multiply zeros of
+// grad_y by inputs just outside a tap's reach).
 void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
                             void* grad_weight, void* grad_bias);
+
+// Makes later stride-1 convolutions use the kernels compiled for the named
+// instruction set ("avx512", "avx2", "sse", or "auto" for the best this CPU runs),
+// so that tests can cover each on one machine. Returns false, changing nothing,
+// when this CPU cannot run that set. Not thread-safe: call it while no conv2d runs.
+bool conv2d_set_kernels(const char* isa);
 
 }  // namespace ember::cpu

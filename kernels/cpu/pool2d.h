@@ -55,7 +55,7 @@ void max_pool2d_forward(DType dt, const Pool2dShape& s, const void* x, void* y,
                         int64_t* indices);
 
 // grad_x = 0, then grad_x[plane][indices[o]] += grad_y[o] for every output o.
-// Indices outside the plane are skipped.
+// Indices outside the plane are skipped. Reads only n, c, h, w, h_out and w_out of s.
 void max_pool2d_backward(DType dt, const Pool2dShape& s, const void* grad_y,
                          const int64_t* indices, void* grad_x);
 

@@ -176,6 +176,13 @@ void check_max(const Pool2dShape& s, const std::vector<double>& x, double tol) {
   CHECK(wrong == 0);
   ember::cpu::max_pool2d_backward(dt, s, tgy.data(), ind.data(), gx.data());
   CHECK(rel_err(gx, r.gx) <= tol);
+  // The backward pass needs only the sizes (the front-end passes no window).
+  Pool2dShape sizes_only;
+  sizes_only.n = s.n, sizes_only.c = s.c, sizes_only.h = s.h, sizes_only.w = s.w;
+  sizes_only.h_out = s.h_out, sizes_only.w_out = s.w_out;
+  std::vector<T> gx2(in_size(s), T(7));
+  ember::cpu::max_pool2d_backward(dt, sizes_only, tgy.data(), ind.data(), gx2.data());
+  CHECK(gx2 == gx);
 }
 
 template <class T>
