@@ -6,14 +6,18 @@
 #include "kernels/cpu/gemm.h"
 
 #include <omp.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <new>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "kernels/cpu/gemm_kernel.h"
 
@@ -25,6 +29,118 @@ namespace {
 // on the 2-core Zen 5 development machine two threads lost up to 56^3 and won
 // from 64^3 on, even with the team already awake.
 constexpr double kSerialWork = 60.0 * 60 * 60;
+
+int64_t clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A team whose threads do not run together turns every barrier into a wait for a
+// scheduler time slice: libgomp's threads spin and then sleep rather than yield.
+// On the 2-core development VM with one core busy elsewhere, a region holding 20 us
+// of work took 12 ms (its second thread started late), and a 1024^3 product ran at
+// 110 GFLOP/s with both threads sharing one core, where the calling thread alone
+// ran at 230 (OpenBLAS's yielding threads degrade to about one core's speed). So
+// each threaded product checks how late its last thread started and, when large
+// enough to pay for two CPU-clock reads per thread, what share of its wall time
+// each thread actually ran; when the team clearly did not run together, products
+// run on the calling thread alone for a while (doubling while the trouble lasts),
+// then a team is tried again.
+class TeamHealth {
+ public:
+  bool threads_ok() const {
+    return !enabled_.load(std::memory_order_relaxed) ||
+           clock_ns() >= serial_until_.load(std::memory_order_relaxed);
+  }
+  void enable(bool on) {
+    enabled_.store(on, std::memory_order_relaxed);
+    serial_until_.store(0, std::memory_order_relaxed);
+    pause_ns_.store(kMinPauseNs, std::memory_order_relaxed);
+  }
+
+  // late_ns: last thread's start after the region began; ran_ns / wall_ns: summed
+  // CPU time and wall time of the threads' work, or 0 when not measured.
+  void record(int64_t late_ns, int64_t region_ns, int64_t ran_ns, int64_t wall_ns) {
+    const bool late = late_ns > kLateNs && 2 * late_ns > region_ns;
+    const bool starved = wall_ns > kLateNs && 4 * ran_ns < 3 * wall_ns;
+    if (late || starved) {
+      const int64_t pause = pause_ns_.load(std::memory_order_relaxed);
+      serial_until_.store(clock_ns() + pause, std::memory_order_relaxed);
+      pause_ns_.store(std::min(2 * pause, kMaxPauseNs), std::memory_order_relaxed);
+    } else {
+      pause_ns_.store(kMinPauseNs, std::memory_order_relaxed);
+    }
+  }
+
+ private:
+  static constexpr int64_t kLateNs = 1'000'000;        // healthy teams start in microseconds
+  static constexpr int64_t kMinPauseNs = 100'000'000;  // each retry costs one slow product
+  static constexpr int64_t kMaxPauseNs = 1'600'000'000;
+  std::atomic<bool> enabled_{true};
+  std::atomic<int64_t> serial_until_{0};
+  std::atomic<int64_t> pause_ns_{kMinPauseNs};
+};
+
+TeamHealth team_health;
+
+int64_t thread_cpu_ns() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// A product of this many multiply-adds takes a hundred microseconds or more on a
+// team, enough that reading each thread's CPU clock (a system call) costs <1%.
+constexpr double kMeasureCpuWork = 32.0 * 1024 * 1024;
+
+// Runs body(tid) on a team of nt threads and reports to team_health how the team
+// ran. If the runtime grants fewer threads, thread 0 runs alone(). Either may
+// throw; an exception must not leave the region, so the first one is rethrown
+// after it.
+template <class Body, class Alone>
+void run_team(int nt, bool measure_cpu, Body&& body, Alone&& alone) {
+  struct Times {
+    int64_t start = 0, wall = 0, ran = 0;
+  };
+  std::vector<Times> times(static_cast<size_t>(nt));
+  std::exception_ptr error;
+  bool full = true;
+  const int64_t t0 = clock_ns();
+#pragma omp parallel num_threads(nt)
+  {
+    const int tid = omp_get_thread_num();
+    const bool team = omp_get_num_threads() == nt;
+    if (!team && tid == 0) full = false;
+    const int64_t c0 = team && measure_cpu ? thread_cpu_ns() : 0;
+    const int64_t w0 = clock_ns();
+    try {
+      if (team)
+        body(tid);
+      else if (tid == 0)
+        alone();
+    } catch (...) {
+#pragma omp critical(ember_gemm_team_error)
+      if (!error) error = std::current_exception();
+    }
+    if (team) {
+      Times& mine = times[size_t(tid)];
+      mine.start = w0;
+      mine.wall = clock_ns() - w0;
+      if (measure_cpu) mine.ran = thread_cpu_ns() - c0;
+    }
+  }
+  const int64_t region = clock_ns() - t0;
+  if (error) std::rethrow_exception(error);
+  if (!full) return;
+  int64_t last_start = t0, ran = 0, wall = 0;
+  for (const Times& t : times) {
+    last_start = std::max(last_start, t.start);
+    ran += t.ran;
+    wall += t.wall;
+  }
+  team_health.record(last_start - t0, region, ran, measure_cpu ? wall : 0);
+}
 
 const GemmKernelSet* detect() {
 #if defined(__x86_64__)
@@ -266,7 +382,8 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_r
   const Problem p{m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs};
 
   int nt = 1;
-  if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kSerialWork) {
+  if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kSerialWork &&
+      team_health.threads_ok()) {
     nt = omp_get_max_threads();
     const int64_t tiles = cdiv(m, K.mr) * cdiv(n, K.nr);
     if (tiles < nt) nt = int(tiles);
@@ -279,24 +396,13 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_r
   T* ws = static_cast<T*>(
       workspace.get(sizeof(T) * size_t(2 * pl.shared_elems + nt * pl.slice_elems)));
   T* slices = ws + 2 * pl.shared_elems;
-  std::exception_ptr error;
-#pragma omp parallel num_threads(nt)
-  {
-    const int tid = omp_get_thread_num();
-    if (omp_get_num_threads() == nt) {
-      run_share(K, bl, p, pl, tid, alpha, a, b, beta, c, ws, slices + tid * pl.slice_elems);
-    } else if (tid == 0) {
-      // The runtime granted fewer threads than asked (a thread limit, dynamic
-      // teams): the caller does it all. Its workspace may grow, which can throw,
-      // and an exception must not leave the region.
-      try {
-        run_serial(K, bl, p, alpha, a, b, beta, c);
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  run_team(
+      nt, double(m) * double(n) * double(k) >= kMeasureCpuWork,
+      [&](int tid) {
+        run_share(K, bl, p, pl, tid, alpha, a, b, beta, c, ws, slices + tid * pl.slice_elems);
+      },
+      // The caller's workspace may grow here; no other thread is using it.
+      [&] { run_serial(K, bl, p, alpha, a, b, beta, c); });
 }
 
 template <class T>
@@ -313,24 +419,19 @@ void gemm_batched_impl(int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, 
   // small to thread on their own always go by batch. Inside the loop each gemm
   // sees omp_in_parallel() and stays on its thread.
   const bool by_batch =
-      nt > 1 && batch > 1 &&
+      nt > 1 && batch > 1 && team_health.threads_ok() &&
       (work < kSerialWork ? work * double(batch) >= kSerialWork
                           : batch % nt == 0 || batch >= 4 * int64_t(nt));
   if (by_batch) {
-    // A workspace allocation can throw, and an exception must not leave the region:
-    // the first one is kept and rethrown after it.
-    std::exception_ptr error;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < batch; ++i) {
-      try {
+    auto items = [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
         gemm_impl(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta,
                   c + i * c_bs, c_rs, c_cs);
-      } catch (...) {
-#pragma omp critical(ember_gemm_batched_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
+    };
+    run_team(
+        nt, work * double(batch) >= kMeasureCpuWork,
+        [&](int tid) { items(batch * tid / nt, batch * (tid + 1) / nt); },
+        [&] { items(0, batch); });
     return;
   }
   for (int64_t i = 0; i < batch; ++i)
@@ -355,6 +456,8 @@ bool set_gemm_kernel(const char* name) {
   active() = want;
   return true;
 }
+
+void set_gemm_thread_backoff(bool enabled) { team_health.enable(enabled); }
 
 }  // namespace gemm_detail
 

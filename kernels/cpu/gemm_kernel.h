@@ -44,4 +44,9 @@ const GemmKernelSet* gemm_kernels_generic();
 // Not thread-safe: call it while no gemm runs.
 bool set_gemm_kernel(const char* name);
 
+// Turns off (or back on) the fallback to one thread that gemm takes for a while
+// after a thread team failed to run together (see TeamHealth in gemm.cpp), so that
+// tests exercise the threaded paths even on a loaded machine.
+void set_gemm_thread_backoff(bool enabled);
+
 }  // namespace ember::cpu::gemm_detail

@@ -156,11 +156,19 @@ void for_each_kernel(F&& f) {
   ember::cpu::gemm_detail::set_gemm_kernel("auto");
 }
 
-// Restores the thread count a test changed.
+// Sets the thread count for one test and restores it after. It also keeps gemm
+// from falling back to one thread when the machine is busy, so the threaded paths
+// run whatever else the machine is doing.
 struct ThreadsGuard {
   int saved = ember::get_num_threads();
-  explicit ThreadsGuard(int n) { ember::set_num_threads(n); }
-  ~ThreadsGuard() { ember::set_num_threads(saved); }
+  explicit ThreadsGuard(int n) {
+    ember::set_num_threads(n);
+    ember::cpu::gemm_detail::set_gemm_thread_backoff(false);
+  }
+  ~ThreadsGuard() {
+    ember::cpu::gemm_detail::set_gemm_thread_backoff(true);
+    ember::set_num_threads(saved);
+  }
 };
 
 const Layout kDense[] = {Layout::Row, Layout::Col};

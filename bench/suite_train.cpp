@@ -1,0 +1,217 @@
+// The train suite: one epoch of the seed network (nn::Network) over the 60000
+// FashionMNIST training images, Adam(lr=0.01), cross-entropy, a shuffled DataLoader
+// on the calling thread, at batch sizes 100 and 1000, in seconds per epoch next to
+// the same epoch in PyTorch (bench/peers/torch_seed_net.py). The floor is the
+// epoch's multiply-adds at the measured FMA peak. Also each case's peak RSS.
+//
+// Each case warms up on a throw-away model (a few batches), then times a fresh
+// model's first epoch, loss.item() read every step as a logging loop does. The
+// two frameworks alternate, one epoch per batch size each round, the peer in a
+// new Python process per epoch; each side keeps its fastest round. Peak
+// RSS: the kernel's high-water mark reset (torch_peer.h) once the data is loaded,
+// read after the case: the process's peak during that case, data set included.
+// PyTorch's figure is taken the same way in its own process.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/floors.h"
+#include "bench/harness.h"
+#include "bench/torch_peer.h"
+#include "ember.h"
+#include "nn/data/dataloader.h"
+#include "nn/data/fashion_mnist.h"
+#include "nn/nn.h"
+
+namespace ember::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const int64_t kBatchSizes[] = {100, 1000};
+constexpr int kWarmupBatches = 5;
+// Ember and PyTorch epochs alternate, each batch size in turn, so that a burst of
+// load from elsewhere on the machine falls on both; each keeps its fastest epoch.
+constexpr int kRounds = 2;
+constexpr const char* kPeerBatching = "plain shuffled index batching: randperm, then x[idx] per batch";
+
+// Multiply-adds per image of the seed network's forward pass: conv1, conv2, fc1,
+// fc2, out. Training adds the weight gradients (as many again) and the input
+// gradients of every layer but conv1 (whose input needs none).
+constexpr double kForwardMacs = 6.0 * 24 * 24 * 25 + 12.0 * 8 * 8 * 150 + 192.0 * 120 + 120.0 * 60 + 60.0 * 10;
+constexpr double kTrainFlopsPerImage = 2 * (2 * kForwardMacs + (kForwardMacs - 6.0 * 24 * 24 * 25));
+
+struct EpochResult {
+  double seconds = 0, mean_loss = 0, accuracy = 0, peak_rss = 0;
+};
+
+// One pass of `loader` epoch `epoch`; stops after max_batches when positive.
+double train_pass(nn::Network& net, nn::optim::Optimizer& opt, const data::DataLoader& loader,
+                  int64_t epoch, int max_batches = 0) {
+  double loss_sum = 0;
+  int batches = 0;
+  for (data::Batch& batch : loader.epoch(epoch)) {
+    if (max_batches > 0 && batches >= max_batches) break;
+    Tensor loss = nn::functional::cross_entropy(net(batch.inputs), batch.targets);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    loss_sum += loss.item<double>();
+    ++batches;
+  }
+  return batches ? loss_sum / batches : 0;
+}
+
+double test_accuracy(nn::Network& net, const data::FashionMNIST& test_set) {
+  NoGradGuard no_grad;
+  net.eval();
+  int64_t correct = 0;
+  for (int64_t start = 0; start < test_set.size(); start += 1000) {
+    const int64_t len = std::min<int64_t>(1000, test_set.size() - start);
+    Tensor logits = net(test_set.images().narrow(0, start, len));
+    correct += (logits.argmax(1) == test_set.labels().narrow(0, start, len)).sum().item<int64_t>();
+  }
+  net.train();
+  return double(correct) / double(test_set.size());
+}
+
+EpochResult run_epoch(const data::FashionMNIST& train_set, const data::FashionMNIST& test_set,
+                      int64_t batch_size) {
+  const data::DataLoader::Options options{.batch_size = batch_size, .shuffle = true, .seed = 0};
+  data::DataLoader loader(train_set.images(), train_set.labels(), options);
+  {
+    manual_seed(1);
+    auto warm = std::make_shared<nn::Network>();
+    nn::optim::Adam warm_opt(warm->parameters(), 0.01);
+    train_pass(*warm, warm_opt, loader, 1, kWarmupBatches);
+  }
+  manual_seed(0);
+  // Modules are shared_ptr-owned (Module::named_modules uses shared_from_this).
+  auto net = std::make_shared<nn::Network>();
+  nn::optim::Adam opt(net->parameters(), 0.01);
+  EpochResult r;
+  const auto t0 = Clock::now();
+  r.mean_loss = train_pass(*net, opt, loader, 0);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.peak_rss = peak_rss_mib();
+  r.accuracy = test_accuracy(*net, test_set);
+  return r;
+}
+
+// The load average over the last minute, printed beside each measurement: on a
+// shared machine it says how much a number may be trusted.
+double load1() {
+  double l[1] = {0};
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+// What the peer script printed for one batch size, or nullptr.
+const nlohmann::json* peer_case(const std::optional<nlohmann::json>& peer, int64_t bs) {
+  if (!peer || !peer->contains("train")) return nullptr;
+  for (const auto& c : (*peer)["train"])
+    if (c["batch_size"] == bs) return &c;
+  return nullptr;
+}
+
+void train_suite(const Options& opt, Report& report) {
+  if (opt.device != "cpu") {
+    std::printf("train: no %s run yet, skipped\n", opt.device.c_str());
+    return;
+  }
+  set_num_threads(opt.threads);
+  const data::FashionMNIST train_set(data::FashionMNIST::kDefaultRoot, true);
+  const data::FashionMNIST test_set(data::FashionMNIST::kDefaultRoot, false);
+  std::printf("train: seed network, %lld images, Adam lr 0.01, cross-entropy, %d threads; ember "
+              "DataLoader (shuffle, num_workers 0); %d alternating rounds, best epoch kept\n",
+              static_cast<long long>(train_set.size()), opt.threads, kRounds);
+  std::printf("train: peak RSS = the process's high-water mark (VmHWM) during one case, reset just before it, "
+              "with both data sets loaded (%.0f MiB of float32 images); the smallest over rounds\n",
+              double(train_set.images().numel() + test_set.images().numel()) * 4 / (1 << 20));
+  std::string why;
+  const bool have_peer = torch_peer_available(&why);
+  if (have_peer)
+    std::printf("train: peer pytorch (%s), %s\n", kPeerBatching, torch_peer_environment(opt.threads).c_str());
+  else
+    std::printf("train: peer: none (%s)\n", why.c_str());
+  std::fflush(stdout);
+
+  constexpr size_t kCases = std::size(kBatchSizes);
+  std::vector<EpochResult> ember(kCases);
+  std::vector<std::optional<double>> peer_s(kCases), peer_rss(kCases);
+  bool peak_reset = true, peer_failed = false;
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t i = 0; i < kCases; ++i) {
+      const int64_t bs = kBatchSizes[i];
+      cpu_empty_cache();
+      peak_reset = reset_peak_rss() && peak_reset;
+      const EpochResult r = run_epoch(train_set, test_set, bs);
+      std::printf("  round %d b=%-5lld ember   %7.3f s/epoch  mean loss %.4f  test accuracy %.4f  peak RSS %4.0f MiB  (load %.2f)\n",
+                  round + 1, static_cast<long long>(bs), r.seconds, r.mean_loss, r.accuracy, r.peak_rss, load1());
+      std::fflush(stdout);
+      if (!std::isfinite(r.mean_loss) || r.mean_loss > std::log(10.0) || r.accuracy < 0.5)
+        report.fail("train b=" + std::to_string(bs) + ": the epoch did not learn (mean loss " +
+                    std::to_string(r.mean_loss) + ", accuracy " + std::to_string(r.accuracy) + ")");
+      // The smallest peak over rounds: memory the C library kept from an earlier
+      // case only raises the starting point, never what the case itself needs.
+      const double least_rss = round == 0 ? r.peak_rss : std::min(ember[i].peak_rss, r.peak_rss);
+      if (round == 0 || r.seconds < ember[i].seconds) ember[i] = r;
+      ember[i].peak_rss = least_rss;
+
+      if (!have_peer || peer_failed) continue;
+      const std::optional<nlohmann::json> peer =
+          run_torch_peer({"train", "--batch-sizes", std::to_string(bs)}, opt.threads, &why);
+      const nlohmann::json* c = peer_case(peer, bs);
+      if (!c) {
+        std::printf("  pytorch peer failed: %s\n", peer ? "no result for this batch size" : why.c_str());
+        peer_failed = true;
+        continue;
+      }
+      const double s = (*c)["s_per_epoch"].get<double>(), rss = (*c)["peak_rss_mib"].get<double>();
+      std::printf("  round %d b=%-5lld pytorch %7.3f s/epoch  mean loss %.4f  test accuracy %.4f  peak RSS %4.0f MiB  (load %.2f; "
+                  "torch %s, %d threads, %s, process max RSS %.0f MiB)\n",
+                  round + 1, static_cast<long long>(bs), s, (*c)["mean_loss"].get<double>(),
+                  (*c)["test_accuracy"].get<double>(), rss, load1(), (*peer)["torch"].get<std::string>().c_str(),
+                  (*peer)["threads"].get<int>(), (*peer)["mkldnn"].get<bool>() ? "oneDNN" : "no oneDNN",
+                  (*peer)["process_max_rss_mib"].get<double>());
+      std::fflush(stdout);
+      peer_s[i] = peer_s[i] ? std::min(*peer_s[i], s) : s;
+      peer_rss[i] = peer_rss[i] ? std::min(*peer_rss[i], rss) : rss;
+    }
+  }
+  const std::string peer_name = !have_peer ? "pytorch (absent)" : peer_failed ? "pytorch (failed)" : "pytorch";
+  if (peer_failed) peer_s.assign(kCases, std::nullopt), peer_rss.assign(kCases, std::nullopt);
+
+  const double peak_gflops = measured_fma_peak_gflops(opt.threads);
+  for (size_t i = 0; i < kCases; ++i) {
+    Record r;
+    r.suite = "train";
+    r.case_name = "epoch b=" + std::to_string(kBatchSizes[i]);
+    r.unit = "s/epoch (lower is better)";
+    r.ember = ember[i].seconds;
+    r.peer_name = peer_name;
+    r.peer = peer_s[i];
+    r.floor = kTrainFlopsPerImage * double(train_set.size()) / (peak_gflops * 1e9);
+    report.add(std::move(r));
+  }
+  for (size_t i = 0; i < kCases; ++i) {
+    Record r;
+    r.suite = "train";
+    r.case_name = "peak RSS b=" + std::to_string(kBatchSizes[i]) + (peak_reset ? "" : " (process)");
+    r.unit = "MiB";
+    r.ember = ember[i].peak_rss;
+    r.peer_name = peer_name;
+    r.peer = peer_rss[i];
+    report.add(std::move(r));
+  }
+}
+
+}  // namespace
+
+EMBER_BENCH_SUITE(train, train_suite);
+
+}  // namespace ember::bench
