@@ -32,6 +32,7 @@
 #ifndef EMBER_CONV2D_ISA
 
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/scratch.h"
 
 #include <omp.h>
 
@@ -328,28 +329,6 @@ bool is_direct(const Conv2dShape& s) { return s.stride_h == 1 && s.stride_w == 1
 // ---------------------------------------------------------------------------------
 // Threads and scratch.
 
-// A 64-byte-aligned buffer that only grows, one per calling thread: steady training
-// allocates nothing, and the team's slices are carved from it before the team starts.
-class Scratch {
- public:
-  ~Scratch() { std::free(p_); }
-  void* get(size_t bytes) {
-    if (bytes > bytes_) {
-      std::free(p_);
-      p_ = nullptr;
-      bytes_ = 0;
-      const size_t rounded = (bytes + 4095) & ~size_t(4095);
-      p_ = std::aligned_alloc(64, rounded);
-      if (!p_) throw std::bad_alloc();
-      bytes_ = rounded;
-    }
-    return p_;
-  }
-
- private:
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 thread_local Scratch scratch;
 

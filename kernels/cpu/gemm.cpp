@@ -4,6 +4,7 @@
 // for L2); OpenMP threads split the rows (or columns) of C, sharing one packed copy
 // of each B block when B is large.
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/scratch.h"
 
 #include <omp.h>
 #include <time.h>
@@ -166,28 +167,6 @@ const GemmKernel<T>& kernel_for() {
 
 int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
-// A 64-byte-aligned buffer that only grows: the packed panels are reused across
-// calls, so a steady stream of GEMMs allocates (and page-faults) once.
-class Scratch {
- public:
-  ~Scratch() { std::free(p_); }
-  void* get(size_t bytes) {
-    if (bytes > bytes_) {
-      std::free(p_);
-      p_ = nullptr;
-      bytes_ = 0;
-      const size_t rounded = (bytes + 4095) & ~size_t(4095);
-      p_ = std::aligned_alloc(64, rounded);
-      if (!p_) throw std::bad_alloc();
-      bytes_ = rounded;
-    }
-    return p_;
-  }
-
- private:
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 // Each calling thread's workspace. Its team's buffers are carved out of it before
 // the parallel region starts, so nothing inside the region allocates or throws.
