@@ -8,6 +8,7 @@
 #include <csignal>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ember.h"
+#include "nn/models/network.h"
 #include "nn/serialize/safetensors.h"
 
 #ifndef EMBER_TEST_DATA_DIR
@@ -164,6 +166,28 @@ TEST_CASE("safetensors: the seed network's state_dict written by PyTorch loads i
   int64_t params = 0;
   for (const auto& [name, t] : net) params += t.numel();
   REQUIRE(params == 32998);
+}
+
+TEST_CASE("safetensors: PyTorch's state_dict of the seed network loads into nn::Network", "[safetensors][nn]") {
+  // The file was written from torch's Network (tests/nn/make_safetensors_fixture.py);
+  // the same parameter names make a strict load succeed and take every value.
+  const NamedTensors file = load_safetensors(kData + "/safetensors_seed_net.safetensors");
+  ember::nn::Network net;
+  net.load_state_dict(file);  // strict: raises on any missing, unexpected or mis-shaped key
+  std::map<std::string, Tensor> by_name(file.begin(), file.end());
+  for (const auto& [name, p] : net.named_parameters()) {
+    INFO(name);
+    REQUIRE(by_name.count(name) == 1);
+    REQUIRE(p.to_vector<float>() == by_name[name].to_vector<float>());
+  }
+  // And back: Ember's state_dict saved and reloaded keeps names and values.
+  const std::string path = (std::filesystem::temp_directory_path() / "ember_seed_net_roundtrip.safetensors").string();
+  save_safetensors(net.state_dict(), path);
+  ember::nn::Network again;
+  again.load_state_dict(load_safetensors(path));
+  Tensor x = ember::rand({2, 1, 28, 28});
+  REQUIRE((net(x) - again(x)).abs().max().item<float>() == 0.0f);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("safetensors: every dtype, a 0-dim and an empty tensor written by PyTorch", "[safetensors]") {
