@@ -12,7 +12,7 @@
 namespace train {
 
 struct TrainOptions {
-  int epochs = 1;
+  int epochs = 5;
   uint64_t seed = 0;
   std::string out_dir = "runs";
   int64_t train_limit = 0;  // use only the first N training images (0: all)
