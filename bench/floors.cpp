@@ -16,7 +16,6 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include <type_traits>
 #endif
 
 namespace ember::bench {
@@ -30,13 +29,9 @@ constexpr int kChains = 12;
 // per round per call site (2 * lanes * kChains); the sum it stores into *sink keeps
 // the compiler from deleting the work.
 #if defined(__x86_64__)
-// One function per vector type: with both types in one function GCC kept the
-// accumulators in memory and the loop measured half the real peak (256 against
-// the 480 GFLOP/s that GEMM then reached).
-template <class V, V (*Set1)(typename std::conditional_t<std::is_same_v<V, __m512d>, double, float>),
-          V (*Fma)(V, V, V)>
+// One function per vector type, each keeping kChains accumulators in registers.
+template <class V, class S, V (*Set1)(S), V (*Fma)(V, V, V)>
 __attribute__((target("avx512f"))) inline void fma_chains(int64_t iters, V* out) {
-  using S = std::conditional_t<std::is_same_v<V, __m512d>, double, float>;
   V acc[kChains];
   const V m = Set1(S(0.9999999)), a = Set1(S(1e-7));
   for (int i = 0; i < kChains; ++i) acc[i] = Set1(S(i));
@@ -50,7 +45,7 @@ __attribute__((target("avx512f"))) inline void fma_chains(int64_t iters, V* out)
 
 __attribute__((target("avx512f"))) int64_t fma_loop_avx512_f64(int64_t iters, double* sink) {
   __m512d r;
-  fma_chains<__m512d, _mm512_set1_pd, _mm512_fmadd_pd>(iters, &r);
+  fma_chains<__m512d, double, _mm512_set1_pd, _mm512_fmadd_pd>(iters, &r);
   alignas(64) double out[8];
   _mm512_store_pd(out, r);
   *sink += out[0] + out[7];
@@ -59,7 +54,7 @@ __attribute__((target("avx512f"))) int64_t fma_loop_avx512_f64(int64_t iters, do
 
 __attribute__((target("avx512f"))) int64_t fma_loop_avx512_f32(int64_t iters, double* sink) {
   __m512 r;
-  fma_chains<__m512, _mm512_set1_ps, _mm512_fmadd_ps>(iters, &r);
+  fma_chains<__m512, float, _mm512_set1_ps, _mm512_fmadd_ps>(iters, &r);
   alignas(64) float out[16];
   _mm512_store_ps(out, r);
   *sink += out[0] + out[15];
@@ -69,7 +64,6 @@ __attribute__((target("avx512f"))) int64_t fma_loop_avx512_f32(int64_t iters, do
 int64_t fma_loop_avx512(int64_t iters, bool f64, double* sink) {
   return f64 ? fma_loop_avx512_f64(iters, sink) : fma_loop_avx512_f32(iters, sink);
 }
-
 
 __attribute__((target("avx2,fma"))) int64_t fma_loop_avx2(int64_t iters, bool f64, double* sink) {
   alignas(32) double out_d[4];

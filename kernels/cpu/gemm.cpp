@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
-#include <new>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -166,7 +165,6 @@ const GemmKernel<T>& kernel_for() {
 }
 
 int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-
 
 // Each calling thread's workspace. Its team's buffers are carved out of it before
 // the parallel region starts, so nothing inside the region allocates or throws.
