@@ -19,6 +19,11 @@
 #include "kernels/base/error.h"
 #include "kernels/cpu/conv2d.h"
 
+#include "support/kernel_compare.h"
+
+using test_support::random_values;
+using test_support::rel_err;
+
 namespace {
 
 using ember::DType;
@@ -121,26 +126,6 @@ Reference reference(const Conv2dShape& s, const std::vector<double>& x,
     r.gw[wi] += gy[yi] * x[xi];
   });
   return r;
-}
-
-// Largest difference relative to the reference's largest magnitude (at least 1).
-template <class T>
-double rel_err(const std::vector<T>& got, const std::vector<double>& want) {
-  REQUIRE(got.size() == want.size());
-  double scale = 1, err = 0;
-  for (double v : want) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::abs(double(got[i]) - want[i]);
-    err = std::max(err, d != d ? std::numeric_limits<double>::infinity() : d);
-  }
-  return err / scale;
-}
-
-std::vector<double> random_values(int64_t count, std::mt19937& g) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<double> v(size_t(std::max<int64_t>(count, 0)));
-  for (double& e : v) e = u(g);  // float values, so float32 sees the same inputs
-  return v;
 }
 
 template <class T>

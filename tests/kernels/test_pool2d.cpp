@@ -18,6 +18,11 @@
 #include "kernels/base/error.h"
 #include "kernels/cpu/pool2d.h"
 
+#include "support/kernel_compare.h"
+
+using test_support::random_values;
+using test_support::rel_err;
+
 namespace {
 
 using ember::DType;
@@ -130,25 +135,6 @@ AvgRef avg_reference(const Pool2dShape& s, const std::vector<double>& x,
               r.gx[p * s.h * s.w + iy * s.w + ix] += g / div;
       }
   return r;
-}
-
-template <class T>
-double rel_err(const std::vector<T>& got, const std::vector<double>& want) {
-  REQUIRE(got.size() == want.size());
-  double scale = 1, err = 0;
-  for (double v : want) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::abs(double(got[i]) - want[i]);
-    err = std::max(err, d != d ? std::numeric_limits<double>::infinity() : d);
-  }
-  return err / scale;
-}
-
-std::vector<double> random_values(size_t count, std::mt19937& g) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<double> v(count);
-  for (double& e : v) e = u(g);
-  return v;
 }
 
 size_t in_size(const Pool2dShape& s) { return size_t(s.n * s.c * s.h * s.w); }

@@ -21,18 +21,11 @@ using Bytes = std::vector<uint8_t>;
 
 #define EXPECT_ERROR(expr, Type, text) REQUIRE_THROWS_MATCHES(expr, Type, Message(text))
 
-namespace {
+#include "support/temp_dir.h"
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char name[] = "/tmp/ember-fmnist-XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using test_support::TempDir;
+
+namespace {
 
 // An IDX file (magic 00 00 <type> <rank>, big-endian dims, payload), gzipped when asked.
 void write_idx(const std::string& path, uint8_t type, const std::vector<uint32_t>& dims, const Bytes& payload,
