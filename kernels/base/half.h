@@ -15,11 +15,28 @@
 
 namespace ember {
 
+// Bits of a float and back: std::bit_cast on the host, the CUDA intrinsics in device
+// code (std::bit_cast is a host-only constexpr function to nvcc).
+EMBER_HD inline uint32_t float_as_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  return std::bit_cast<uint32_t>(f);
+#endif
+}
+EMBER_HD inline float bits_as_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  return std::bit_cast<float>(u);
+#endif
+}
+
 // float32 -> float16 bits. Normal numbers re-bias the exponent and round the 13
 // dropped mantissa bits; a carry out of the mantissa correctly bumps the exponent
 // (up to Inf). Numbers below 2^-14 become subnormals by shifting the implicit bit in.
 EMBER_HD inline uint16_t float_to_half_bits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t x = float_as_bits(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
   const uint32_t a = x & 0x7fffffffu;
   if (a > 0x7f800000u)  // NaN: stay quiet, keep the top payload bits
@@ -46,25 +63,25 @@ EMBER_HD inline float half_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 0x1fu;
   const uint32_t m = h & 0x3ffu;
-  if (e == 0x1fu) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13));
+  if (e == 0x1fu) return bits_as_float(sign | 0x7f800000u | (m << 13));
   if (e == 0) {  // zero or subnormal: m * 2^-24, exact in float32
     const float v = static_cast<float>(m) * 5.9604644775390625e-8f;
     return sign ? -v : v;
   }
-  return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
+  return bits_as_float(sign | ((e + 112u) << 23) | (m << 13));
 }
 
 // bfloat16 is the top half of a float32; rounding adds 0x7fff plus the lowest kept
 // bit so that ties go to even. NaN is handled first so the add cannot make it Inf.
 EMBER_HD inline uint16_t float_to_bfloat16_bits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t x = float_as_bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
   const uint32_t bias = 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>((x + bias) >> 16);
 }
 
 EMBER_HD inline float bfloat16_bits_to_float(uint16_t b) {
-  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+  return bits_as_float(static_cast<uint32_t>(b) << 16);
 }
 
 struct Half {
