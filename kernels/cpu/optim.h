@@ -6,26 +6,21 @@
 
 #include <cstdint>
 
+#include "kernels/base/optim_params.h"
 #include "kernels/base/scalar.h"
 
 namespace ember::cpu {
 
-struct SgdParams {
-  double lr, momentum, dampening, weight_decay;
-  bool nesterov;
-  bool first_step;  // the momentum buffer is initialised to the gradient
-};
+// The hyperparameter structs live in kernels/base/optim_params.h (the CUDA kernels
+// take the same ones).
+using ember::AdamParams;
+using ember::SgdParams;
+
 // PyTorch's SGD: d = g + wd*p; buf = momentum*buf + (1-dampening)*d (buf = d at
 // first); d = nesterov ? d + momentum*buf : buf; p -= lr*d. buf may be null when
 // momentum == 0.
 void sgd_step(DType dt, int64_t n, void* param, const void* grad, void* momentum_buffer, const SgdParams& h);
 
-struct AdamParams {
-  double lr, beta1, beta2, eps, weight_decay;
-  bool decoupled;  // AdamW: p *= 1 - lr*wd instead of adding wd*p to the gradient
-  bool amsgrad;
-  int64_t step;    // after incrementing: 1 on the first step
-};
 // PyTorch's Adam/AdamW update; max_exp_avg_sq may be null unless amsgrad.
 void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg, void* exp_avg_sq,
                void* max_exp_avg_sq, const AdamParams& h);
