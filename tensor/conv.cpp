@@ -3,6 +3,7 @@
 // (saved: x, weight; ints: stride, padding, dilation, groups, has_bias).
 #include "kernels/cpu/conv2d.h"
 #include "tensor/checks.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
@@ -66,7 +67,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
   if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != weight.dtype()))
     throw DTypeError(msg("conv2d: expected input, weight and bias to have the same dtype, but got ", x.dtype(), ", ",
                          weight.dtype(), (bias.defined() ? msg(" and ", bias.dtype()) : std::string())));
-  if (is_half(x.dtype())) {  // computed in float32, rounded once
+  if (is_half(x.dtype()) && !x.device().is_cuda()) {  // CPU: computed in float32, rounded once (CUDA has half kernels)
     return conv2d(x.to(kFloat32), weight.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias, stride, padding,
                   dilation, groups)
         .to(x.dtype());
@@ -74,11 +75,12 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("conv2d: not implemented for dtype ", x.dtype()));
   const auto s = shape_of(x.shape(), weight.shape(), stride, padding, dilation, groups);
   Tensor y = empty({s.n, s.c_out, s.h_out, s.w_out}, {x.dtype(), x.device()});
-  if (runs_on_cpu("conv2d", x) && y.numel() > 0) {
+  if (const Backend backend = backend_of("conv2d", x); backend != Backend::None && y.numel() > 0) {
     NoGradGuard no_grad;
     Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : bias;
-    cpu::conv2d_forward(x.dtype(), s, xc.data_ptr(), wc.data_ptr(), bc.defined() ? bc.data_ptr() : nullptr,
-                        y.data_ptr());
+    const void* bp = bc.defined() ? bc.data_ptr() : nullptr;
+    if (backend == Backend::CPU) cpu::conv2d_forward(x.dtype(), s, xc.data_ptr(), wc.data_ptr(), bp, y.data_ptr());
+    else EMBER_CUDA(cuda::conv2d_forward(x.dtype(), s, xc.data_ptr(), wc.data_ptr(), bp, y.data_ptr(), stream_of(x)));
   }
   if (needs_grad({&x, &weight, &bias})) {
     auto node = record(OpId::Conv2d, {&x, &weight, &bias}, {&y});
@@ -92,9 +94,12 @@ Tensor conv2d_backward_input(const Tensor& grad_y, const Tensor& weight, const S
                              Pair padding, Pair dilation, int64_t groups) {
   const auto s = shape_of(x_shape, weight.shape(), stride, padding, dilation, groups);
   Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
-  if (!runs_on_cpu("conv2d_backward", grad_y) || gx.numel() == 0) return gx.numel() ? gx : gx.fill_(0);
+  const Backend backend = backend_of("conv2d_backward", grad_y);
+  if (backend == Backend::None || gx.numel() == 0) return gx.numel() ? gx : gx.fill_(0);
   Tensor g = grad_y.contiguous(), w = weight.contiguous();
-  cpu::conv2d_backward_input(grad_y.dtype(), s, g.data_ptr(), w.data_ptr(), gx.data_ptr());
+  if (backend == Backend::CPU) cpu::conv2d_backward_input(grad_y.dtype(), s, g.data_ptr(), w.data_ptr(), gx.data_ptr());
+  else EMBER_CUDA(cuda::conv2d_backward_input(grad_y.dtype(), s, g.data_ptr(), w.data_ptr(), gx.data_ptr(),
+                                               stream_of(grad_y)));
   return gx;
 }
 
@@ -104,10 +109,15 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
   const auto s = shape_of(x.shape(), w_shape, stride, padding, dilation, groups);
   Tensor gw = empty(w_shape, {grad_y.dtype(), grad_y.device()});
   Tensor gb = with_bias ? empty({w_shape[0]}, {grad_y.dtype(), grad_y.device()}) : Tensor();
-  if (!runs_on_cpu("conv2d_backward", grad_y)) return {gw, gb};
+  const Backend backend = backend_of("conv2d_backward", grad_y);
+  if (backend == Backend::None) return {gw, gb};
   Tensor g = grad_y.contiguous(), xc = x.contiguous();
-  cpu::conv2d_backward_weight(grad_y.dtype(), s, g.data_ptr(), xc.data_ptr(), gw.data_ptr(),
-                              gb.defined() ? gb.data_ptr() : nullptr);
+  void* gbp = gb.defined() ? gb.data_ptr() : nullptr;
+  if (backend == Backend::CPU)
+    cpu::conv2d_backward_weight(grad_y.dtype(), s, g.data_ptr(), xc.data_ptr(), gw.data_ptr(), gbp);
+  else
+    EMBER_CUDA(cuda::conv2d_backward_weight(grad_y.dtype(), s, g.data_ptr(), xc.data_ptr(), gw.data_ptr(), gbp,
+                                            stream_of(grad_y)));
   return {gw, gb};
 }
 

@@ -2,10 +2,15 @@
 // clone, to(device/dtype), fill_, and the new_* constructors that inherit dtype
 // and device.
 #include "kernels/cpu/elementwise.h"
+#include "tensor/backend.h"
+#include "tensor/copy_device.h"
+#include "tensor/cuda.h"
 #include "tensor/checks.h"
 #include "tensor/graph.h"
 #include "tensor/ops.h"
 #include "tensor/strided_loop.h"
+
+#include "tensor/cuda_kernels.h"
 
 namespace ember {
 namespace {
@@ -22,7 +27,7 @@ void check_inplace_allowed(const Tensor& self) {
 
 }  // namespace
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   if (needs_grad({this, &src})) {
     // The tensor becomes a differentiable copy of src: record src -> (dtype) ->
     // (broadcast) and take that node as this tensor's grad_fn.
@@ -43,9 +48,12 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (device() != src.device() && !src.is_wrapped_number()) {
     if (src.device().is_meta()) throw DeviceError("Cannot copy out of meta tensor; no data!");
     if (device().is_meta()) return *this;  // meta has no data to receive
-    throw_no_kernel("copy_", device().is_cuda() ? *this : src);
+    bump_version(*this);
+    copy_between_devices(*this, src, non_blocking);
+    return *this;
   }
-  if (!runs_on_cpu("copy_", *this)) return *this;
+  const Backend backend = backend_of("copy_", *this);
+  if (backend == Backend::None) return *this;
   Tensor from = src;
   // Reading a region while writing an overlapping one would read new values.
   if (from.storage() == storage() && !(from.storage_offset() == storage_offset() && from.stride() == stride() &&
@@ -53,7 +61,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
     from = from.clone();
   if (from.is_same(*this)) return *this;
   bump_version(*this);
-  cpu::copy(dtype(), from.dtype(), make_loop(this->shape(), {this, &from}));
+  // A wrapped number (the 2 in t.fill_(2) or t + 2) lives on the CPU; move it first.
+  if (from.device() != device()) from = from.to(device());
+  const StridedLoop loop = make_loop(this->shape(), {this, &from});
+  if (backend == Backend::CPU) cpu::copy(dtype(), from.dtype(), loop);
+  else EMBER_CUDA(cuda::copy(dtype(), from.dtype(), loop, stream_of(*this)));
   return *this;
 }
 
@@ -69,27 +81,32 @@ Tensor Tensor::clone() const {
   return out;
 }
 
-Tensor Tensor::to(Device device, DType dtype) const {
-  if (device.is_cuda() && device.index() < 0) device = Device(DeviceType::CUDA, 0);
-  if (device == this->device() && dtype == this->dtype()) return *this;
-  Tensor out = empty(shape(), {dtype, device});
+namespace {
+
+// to() with every option: the one place that moves and converts.
+Tensor to_impl(const Tensor& self, Device device, DType dtype, bool non_blocking) {
+  if (device.is_cuda() && device.index() < 0 && cuda::is_available()) device = Device(DeviceType::CUDA, cuda::current_device());
+  if (device == self.device() && dtype == self.dtype()) return self;
+  Tensor out = empty(self.shape(), {dtype, device});
   {
     NoGradGuard no_grad;
-    if (device != this->device()) {
+    if (device != self.device()) {
       // Convert on the source device first so only the final dtype crosses devices.
-      Tensor converted = to(this->device(), dtype);
-      out.copy_(converted);
+      Tensor converted = to_impl(self, self.device(), dtype, non_blocking);
+      out.copy_(converted, non_blocking);
     } else {
-      out.copy_(*this);
+      out.copy_(self);
     }
   }
-  if (needs_grad({this}) && is_floating(dtype)) record(OpId::ToCopy, {this}, {&out});
+  if (needs_grad({&self}) && is_floating(dtype)) record(OpId::ToCopy, {&self}, {&out});
   return out;
 }
 
-Tensor Tensor::to(Device device, bool /*non_blocking: synchronous until the CUDA backend*/) const {
-  return to(device, dtype());
-}
+}  // namespace
+
+Tensor Tensor::to(Device device, DType dtype) const { return to_impl(*this, device, dtype, false); }
+
+Tensor Tensor::to(Device device, bool non_blocking) const { return to_impl(*this, device, dtype(), non_blocking); }
 Tensor Tensor::to(DType dtype) const { return to(device(), dtype); }
 Tensor Tensor::cpu() const { return to(kCPU); }
 Tensor Tensor::cuda() const { return to(Device(DeviceType::CUDA, -1)); }
@@ -100,13 +117,15 @@ Tensor& Tensor::fill_(Scalar value) {
     impl().autograd = nullptr;  // now a constant: no gradient flows to what it was computed from
   }
   bump_version(*this);
-  if (!runs_on_cpu("fill_", *this)) return *this;
+  const Backend backend = backend_of("fill_", *this);
+  if (backend == Backend::None) return *this;
   if (is_contiguous()) {
     // Integers truncate a floating value; bool is "nonzero" (0.5 -> true), as copy_ converts.
     const int64_t ivalue = dtype() == kBool ? value.to_bool()
                            : value.is_floating() ? static_cast<int64_t>(value.to_double())
                                                  : value.to_int();
-    cpu::fill(dtype(), data_ptr(), numel(), value.to_double(), ivalue);
+    if (backend == Backend::CPU) cpu::fill(dtype(), data_ptr(), numel(), value.to_double(), ivalue);
+    else EMBER_CUDA(cuda::fill(dtype(), data_ptr(), numel(), value.to_double(), ivalue, stream_of(*this)));
     return *this;
   }
   return copy_(scalar_tensor(value));

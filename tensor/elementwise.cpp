@@ -3,6 +3,7 @@
 #include "kernels/cpu/elementwise.h"
 
 #include "tensor/checks.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 #include "tensor/ops.h"
 #include "tensor/strided_loop.h"
@@ -84,11 +85,15 @@ DType binary_compute_type(BinaryOp op, const Tensor& a, const Tensor& b) {
 // Runs the kernel for out = op(a, b); out already has the broadcast shape and the
 // result dtype of `compute` (or bool for comparisons).
 void run_binary(BinaryOp op, DType compute, const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (!runs_on_cpu(name_of(op), out)) return;
-  Tensor x = a.to(compute), y = b.to(compute);
+  const Backend backend = backend_of(name_of(op), out);
+  if (backend == Backend::None) return;
+  // Wrapped numbers (the 2 in t + 2) come from the CPU; convert and move them too.
+  Tensor x = a.to(out.device(), compute), y = b.to(out.device(), compute);
   if (overlaps(out, x)) x = x.clone();
   if (overlaps(out, y)) y = y.clone();
-  cpu::binary(op, compute, make_loop(out.shape(), {&out, &x, &y}));
+  const StridedLoop loop = make_loop(out.shape(), {&out, &x, &y});
+  if (backend == Backend::CPU) cpu::binary(op, compute, loop);
+  else EMBER_CUDA(cuda::binary(op, compute, loop, stream_of(out)));
 }
 
 OpId op_id(UnaryOp op) {
@@ -202,9 +207,11 @@ Tensor unary_op(UnaryOp op, const Tensor& a) {
     throw NotImplementedError(msg(name_of(op), ": not implemented for dtype bool"));
   }
   Tensor out = empty(a.shape(), {dt, a.device()});
-  if (runs_on_cpu(name_of(op), out)) {
+  if (const Backend backend = backend_of(name_of(op), out); backend != Backend::None) {
     Tensor x = a.to(dt);
-    cpu::unary(op, dt, make_loop(out.shape(), {&out, &x}));
+    const StridedLoop loop = make_loop(out.shape(), {&out, &x});
+    if (backend == Backend::CPU) cpu::unary(op, dt, loop);
+    else EMBER_CUDA(cuda::unary(op, dt, loop, stream_of(out)));
   }
   if (needs_grad({&a})) {
     auto node = record(op_id(op), {&a}, {&out});
@@ -309,10 +316,12 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const DType dt = result_type({a, b});
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape()), b.shape());
   Tensor out = empty(shape, {dt, device_of({&condition, &a, &b})});
-  if (runs_on_cpu("where", out)) {
+  if (const Backend backend = backend_of("where", out); backend != Backend::None) {
     NoGradGuard no_grad;
-    Tensor x = a.to(dt), y = b.to(dt);
-    cpu::where(dt, make_loop(shape, {&out, &condition, &x, &y}));
+    Tensor x = a.to(out.device(), dt), y = b.to(out.device(), dt), c = condition.to(out.device());
+    const StridedLoop loop = make_loop(shape, {&out, &c, &x, &y});
+    if (backend == Backend::CPU) cpu::where(dt, loop);
+    else EMBER_CUDA(cuda::where(dt, loop, stream_of(out)));
   }
   if (needs_grad({&a, &b})) {
     auto node = record(OpId::Where, {&a, &b}, {&out});

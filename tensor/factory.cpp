@@ -3,6 +3,8 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "tensor/checks.h"
+#include "tensor/cuda.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/ops.h"
 
 namespace ember {
@@ -19,7 +21,7 @@ void check_shape(const char* op, const Shape& shape) {
 Device resolve(Device d) {
   if (d.is_cuda() && !get_allocator(DeviceType::CUDA))
     throw DeviceError("CUDA is not available: Ember was built without CUDA support or no CUDA device is present");
-  if (d.is_cuda() && d.index() < 0) return Device(DeviceType::CUDA, 0);
+  if (d.is_cuda() && d.index() < 0) return Device(DeviceType::CUDA, cuda::current_device());
   return d;
 }
 
@@ -114,13 +116,26 @@ namespace {
 Tensor random_fill(const char* op, const Shape& shape, TensorOptions options, Generator* gen, bool normal) {
   if (!is_floating(options.dtype))
     throw DTypeError(msg(op, ": expected a floating point dtype but got ", options.dtype));
-  Tensor host = empty(shape, options.with_device(kCPU));
+  // Generated where the tensor lives; both devices give the same numbers for the
+  // same (seed, offset), since each element is a pure function of its counter.
+  Tensor out = empty(shape, options);
   Generator& g = gen ? *gen : default_generator();
   const uint64_t words = normal ? 2 : static_cast<uint64_t>(cpu::random_words_per_element(options.dtype));
-  const uint64_t offset = g.reserve(words * static_cast<uint64_t>(host.numel()));
-  if (normal) cpu::fill_normal(options.dtype, host.data_ptr(), host.numel(), g.seed(), offset, 0.0, 1.0);
-  else cpu::fill_uniform(options.dtype, host.data_ptr(), host.numel(), g.seed(), offset, 0.0, 1.0);
-  return host.to(options.device);
+  const uint64_t offset = g.reserve(words * static_cast<uint64_t>(out.numel()));
+  switch (backend_of(op, out)) {
+    case Backend::CPU:
+      if (normal) cpu::fill_normal(options.dtype, out.data_ptr(), out.numel(), g.seed(), offset, 0.0, 1.0);
+      else cpu::fill_uniform(options.dtype, out.data_ptr(), out.numel(), g.seed(), offset, 0.0, 1.0);
+      break;
+    case Backend::CUDA:
+      EMBER_CUDA(normal ? cuda::fill_normal(options.dtype, out.data_ptr(), out.numel(), g.seed(), offset, 0.0, 1.0,
+                                            stream_of(out))
+                        : cuda::fill_uniform(options.dtype, out.data_ptr(), out.numel(), g.seed(), offset, 0.0,
+                                             1.0, stream_of(out)));
+      break;
+    case Backend::None: break;
+  }
+  return out;
 }
 }  // namespace
 

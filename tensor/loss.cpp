@@ -5,6 +5,7 @@
 // recorded ops, so its gradient needs no rule of its own.
 #include "kernels/cpu/loss.h"
 #include "tensor/checks.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
@@ -28,7 +29,7 @@ void check_loss_args(const char* op, const Tensor& input, const Tensor& targets)
 
 [[noreturn]] void bad_target(const Tensor& targets, int64_t i) {
   // targets is a contiguous CPU tensor here (the kernels only run on the CPU).
-  throw IndexError(msg("Target ", targets.data_ptr<int64_t>()[i], " is out of bounds."));
+  throw IndexError(msg("Target ", targets[i].item<int64_t>(), " is out of bounds."));
 }
 
 Tensor reduce(const Tensor& per_sample, const Tensor& targets, Reduction reduction, int64_t ignore_index) {
@@ -53,9 +54,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
   Tensor loss = empty({n}, {logits.dtype(), logits.device()});
   Tensor lse = empty({n}, {logits.dtype(), logits.device()});
   Tensor x = logits.detach().contiguous(), t = targets.contiguous();
-  if (runs_on_cpu("cross_entropy", logits) && n > 0) {
-    const int64_t bad = cpu::cross_entropy_forward(logits.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(),
-                                                   ignore_index, loss.data_ptr(), lse.data_ptr());
+  if (const Backend backend = backend_of("cross_entropy", logits); backend != Backend::None && n > 0) {
+    const int64_t bad =
+        backend == Backend::CPU
+            ? cpu::cross_entropy_forward(logits.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(), ignore_index,
+                                         loss.data_ptr(), lse.data_ptr())
+            : EMBER_CUDA_OR(cuda::cross_entropy_forward(logits.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(),
+                                                        ignore_index, loss.data_ptr(), lse.data_ptr(), stream_of(x)),
+                            -1);
     if (bad >= 0) bad_target(t, bad);
   }
   if (needs_grad({&logits})) {
@@ -71,9 +77,14 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
   const int64_t n = logits.shape()[0], c = logits.shape()[1];
   Tensor g = grad_loss.contiguous();
   Tensor out = empty(logits.shape(), {logits.dtype(), logits.device()});
-  if (runs_on_cpu("cross_entropy_backward", logits) && n > 0)
+  const Backend backend = backend_of("cross_entropy_backward", logits);
+  if (backend == Backend::CPU && n > 0)
     cpu::cross_entropy_backward(logits.dtype(), n, c, logits.data_ptr(), targets.data_ptr<int64_t>(), ignore_index,
                                 lse.data_ptr(), g.data_ptr(), out.data_ptr());
+  if (backend == Backend::CUDA && n > 0)
+    EMBER_CUDA(cuda::cross_entropy_backward(logits.dtype(), n, c, logits.data_ptr(), targets.data_ptr<int64_t>(),
+                                            ignore_index, lse.data_ptr(), g.data_ptr(), out.data_ptr(),
+                                            stream_of(logits)));
   return out;
 }
 
@@ -83,9 +94,14 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduct
   const int64_t n = log_probs.shape()[0], c = log_probs.shape()[1];
   Tensor loss = empty({n}, {log_probs.dtype(), log_probs.device()});
   Tensor x = log_probs.detach().contiguous(), t = targets.contiguous();
-  if (runs_on_cpu("nll_loss", log_probs) && n > 0) {
+  if (const Backend backend = backend_of("nll_loss", log_probs); backend != Backend::None && n > 0) {
     const int64_t bad =
-        cpu::nll_loss_forward(log_probs.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(), ignore_index, loss.data_ptr());
+        backend == Backend::CPU
+            ? cpu::nll_loss_forward(log_probs.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(), ignore_index,
+                                    loss.data_ptr())
+            : EMBER_CUDA_OR(cuda::nll_loss_forward(log_probs.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(),
+                                                   ignore_index, loss.data_ptr(), stream_of(x)),
+                            -1);
     if (bad >= 0) bad_target(t, bad);
   }
   if (needs_grad({&log_probs})) {
@@ -101,9 +117,13 @@ Tensor nll_loss_backward(const Tensor& grad_loss, const Tensor& targets, const S
   const int64_t n = input_shape[0], c = input_shape[1];
   Tensor g = grad_loss.contiguous();
   Tensor out = empty(input_shape, {grad_loss.dtype(), grad_loss.device()});
-  if (runs_on_cpu("nll_loss_backward", grad_loss) && n > 0)
+  const Backend backend = backend_of("nll_loss_backward", grad_loss);
+  if (backend == Backend::CPU && n > 0)
     cpu::nll_loss_backward(grad_loss.dtype(), n, c, targets.data_ptr<int64_t>(), ignore_index, g.data_ptr(),
                            out.data_ptr());
+  if (backend == Backend::CUDA && n > 0)
+    EMBER_CUDA(cuda::nll_loss_backward(grad_loss.dtype(), n, c, targets.data_ptr<int64_t>(), ignore_index,
+                                       g.data_ptr(), out.data_ptr(), stream_of(grad_loss)));
   return out;
 }
 

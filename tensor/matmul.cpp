@@ -6,6 +6,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_integer.h"
 #include "tensor/checks.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 #include "tensor/ops.h"
 
@@ -44,6 +45,17 @@ void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
   const auto& as = a.stride();
   const auto& bs = b.stride();
   const auto& cs = out.stride();
+  if (backend_of("matmul", out) == Backend::CUDA) {
+    // Floating types go to the GEMM (tensor cores for the half types), integers to
+    // the integer kernel; the CUDA launchers take any strides, like the CPU's.
+    if (out.dtype() == kBool) throw NotImplementedError("matmul: not implemented for dtype bool");
+    EMBER_CUDA(is_floating(out.dtype())
+                   ? cuda::gemm(out.dtype(), B, m, n, k, 1.0, a.data_ptr(), as[0], as[1], as[2], b.data_ptr(), bs[0],
+                                bs[1], bs[2], 0.0, out.data_ptr(), cs[0], cs[1], cs[2], stream_of(out))
+                   : cuda::gemm_integer(out.dtype(), B, m, n, k, a.data_ptr(), as[0], as[1], as[2], b.data_ptr(),
+                                        bs[0], bs[1], bs[2], out.data_ptr(), cs[0], cs[1], cs[2], stream_of(out)));
+    return;
+  }
   switch (out.dtype()) {
     case DType::Float32:
       cpu::gemm_batched(B, m, n, k, 1.0f, a.data_ptr<float>(), as[0], as[1], as[2], b.data_ptr<float>(), bs[0], bs[1],
@@ -110,7 +122,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     node->saved = {SavedTensor(a), SavedTensor(b)};
   }
   NoGradGuard no_grad;
-  if (out.numel() == 0 || !runs_on_cpu("matmul", a)) return out;
+  if (out.numel() == 0 || backend_of("matmul", a) == Backend::None) return out;
   Shape ae = batch, be = batch;
   ae.insert(ae.end(), {m, k});
   be.insert(be.end(), {k, n});

@@ -4,6 +4,7 @@
 // (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
 #include "kernels/cpu/pool2d.h"
 #include "tensor/checks.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
@@ -45,16 +46,18 @@ cpu::Pool2dShape pool_shape(const char* op, const Shape& x, Pair kernel, Pair st
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride, Pair padding,
                                                    Pair dilation, bool ceil_mode) {
   const auto s = pool_shape("max_pool2d", x.shape(), kernel, stride, padding, dilation, ceil_mode);
-  if (is_half(x.dtype())) {
+  if (is_half(x.dtype()) && !x.device().is_cuda()) {  // CPU: in float32 (CUDA has half kernels)
     auto [y, idx] = max_pool2d_with_indices(x.to(kFloat32), kernel, stride, padding, dilation, ceil_mode);
     return {y.to(x.dtype()), idx};
   }
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("max_pool2d: not implemented for dtype ", x.dtype()));
   Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
   Tensor idx = empty(y.shape(), {kInt64, x.device()});
-  if (runs_on_cpu("max_pool2d", x) && y.numel() > 0) {
+  if (const Backend backend = backend_of("max_pool2d", x); backend != Backend::None && y.numel() > 0) {
     Tensor xc = x.detach().contiguous();
-    cpu::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx.data_ptr<int64_t>());
+    if (backend == Backend::CPU) cpu::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx.data_ptr<int64_t>());
+    else EMBER_CUDA(cuda::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx.data_ptr<int64_t>(),
+                                             stream_of(x)));
   }
   if (needs_grad({&x})) {
     auto node = record(OpId::MaxPool2d, {&x}, {&y});
@@ -72,9 +75,12 @@ Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Sh
   s.h_out = grad_y.shape()[2];
   s.w_out = grad_y.shape()[3];
   Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
-  if (!runs_on_cpu("max_pool2d_backward", grad_y)) return gx;
+  const Backend backend = backend_of("max_pool2d_backward", grad_y);
+  if (backend == Backend::None) return gx;
   Tensor g = grad_y.contiguous(), i = indices.contiguous();
-  cpu::max_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), i.data_ptr<int64_t>(), gx.data_ptr());
+  if (backend == Backend::CPU) cpu::max_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), i.data_ptr<int64_t>(), gx.data_ptr());
+  else EMBER_CUDA(cuda::max_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), i.data_ptr<int64_t>(), gx.data_ptr(),
+                                            stream_of(grad_y)));
   return gx;
 }
 
@@ -84,14 +90,15 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool 
   s.count_include_pad = count_include_pad;
   s.divisor_override = divisor_override;
   if (divisor_override < 0) throw ValueError("avg_pool2d: divisor must be not zero");
-  if (is_half(x.dtype()))
+  if (is_half(x.dtype()) && !x.device().is_cuda())
     return avg_pool2d(x.to(kFloat32), kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
         .to(x.dtype());
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("avg_pool2d: not implemented for dtype ", x.dtype()));
   Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
-  if (runs_on_cpu("avg_pool2d", x) && y.numel() > 0) {
+  if (const Backend backend = backend_of("avg_pool2d", x); backend != Backend::None && y.numel() > 0) {
     Tensor xc = x.detach().contiguous();
-    cpu::avg_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr());
+    if (backend == Backend::CPU) cpu::avg_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr());
+    else EMBER_CUDA(cuda::avg_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), stream_of(x)));
   }
   if (needs_grad({&x})) {
     auto node = record(OpId::AvgPool2d, {&x}, {&y});
@@ -107,9 +114,11 @@ Tensor avg_pool2d_backward(const Tensor& grad_y, const Shape& x_shape, Pair kern
   s.count_include_pad = count_include_pad;
   s.divisor_override = divisor_override;
   Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
-  if (!runs_on_cpu("avg_pool2d_backward", grad_y)) return gx;
+  const Backend backend = backend_of("avg_pool2d_backward", grad_y);
+  if (backend == Backend::None) return gx;
   Tensor g = grad_y.contiguous();
-  cpu::avg_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), gx.data_ptr());
+  if (backend == Backend::CPU) cpu::avg_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), gx.data_ptr());
+  else EMBER_CUDA(cuda::avg_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), gx.data_ptr(), stream_of(grad_y)));
   return gx;
 }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/reduce.h"
 #include "tensor/checks.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 #include "tensor/ops.h"
 
@@ -91,8 +92,11 @@ void run_reduce(ReduceOp op, const Tensor& a, const std::vector<bool>& mask, Ten
   }
   if (a.numel() == 0) g.red_numel = 0;
   if (g.out_numel == 0 || shaped.numel() == 0) return;
-  cpu::reduce(op, a.dtype(), g, a.numel() ? a.data_ptr() : nullptr, out ? out->data_ptr() : nullptr,
-              indices ? indices->data_ptr<int64_t>() : nullptr, correction);
+  const void* in = a.numel() ? a.data_ptr() : nullptr;
+  void* o = out ? out->data_ptr() : nullptr;
+  int64_t* idx = indices ? indices->data_ptr<int64_t>() : nullptr;
+  if (a.device().is_cuda()) EMBER_CUDA(cuda::reduce(op, a.dtype(), g, in, o, idx, correction, stream_of(a)));
+  else cpu::reduce(op, a.dtype(), g, in, o, idx, correction);
 }
 
 void check_nonempty(const char* op, const Tensor& a, const std::vector<bool>& mask) {
@@ -109,7 +113,7 @@ Tensor reduce_values(const char* name, ReduceOp op, const Tensor& a, const Shape
                      DType out_dtype, int64_t correction = 0) {
   const auto mask = reduced_mask(name, a, dims);
   Tensor out = empty(out_shape(a, mask, true), {out_dtype, a.device()});
-  if (runs_on_cpu(name, a)) run_reduce(op, a, mask, &out, nullptr, false, correction);
+  if (backend_of(name, a) != Backend::None) run_reduce(op, a, mask, &out, nullptr, false, correction);
   out = finish(out, a, mask, keepdim);
   if (needs_grad({&a}) && is_floating(out_dtype)) {
     // ints = [keepdim, (correction), reduced dims...]
@@ -140,7 +144,7 @@ std::tuple<Tensor, Tensor> extreme_with_index(const char* name, ReduceOp op, con
   const Shape s = out_shape(a, mask, true);
   Tensor values = empty(s, {a.dtype(), a.device()});
   Tensor indices = empty(s, {kInt64, a.device()});
-  if (runs_on_cpu(name, a)) run_reduce(op, a, mask, &values, &indices, true, 0);
+  if (backend_of(name, a) != Backend::None) run_reduce(op, a, mask, &values, &indices, true, 0);
   values = finish(values, a, mask, keepdim);
   indices = finish(indices, a, mask, keepdim);
   if (needs_grad({&a})) {  // only the values are differentiable; ints = [dim, keepdim]
@@ -163,7 +167,7 @@ Tensor arg_extreme(const char* name, ReduceOp op, const Tensor& a, std::optional
   const auto mask = reduced_mask(name, a, {*dim});
   check_nonempty(name, a, mask);
   Tensor indices = empty(out_shape(a, mask, true), {kInt64, a.device()});
-  if (runs_on_cpu(name, a)) run_reduce(op, a, mask, nullptr, &indices, true, 0);
+  if (backend_of(name, a) != Backend::None) run_reduce(op, a, mask, nullptr, &indices, true, 0);
   return finish(indices, a, mask, keepdim);
 }
 

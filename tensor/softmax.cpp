@@ -2,6 +2,7 @@
 // as (outer, dim, inner) for the kernel.
 #include "kernels/cpu/softmax.h"
 #include "tensor/checks.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 #include "tensor/ops.h"
 
@@ -13,14 +14,15 @@ Tensor softmax_impl(const char* name, const Tensor& a, int64_t dim, bool log) {
   if (!is_floating(a.dtype()))
     throw DTypeError(msg(name, "(): expected a floating point tensor but got dtype ", a.dtype()));
   Tensor out = empty(a.shape(), {a.dtype(), a.device()});
-  if (runs_on_cpu(name, a) && a.numel() != 0) {
+  if (const Backend backend = backend_of(name, a); backend != Backend::None && a.numel() != 0) {
     NoGradGuard no_grad;
     Tensor x = a.contiguous();
     int64_t outer = 1, inner = 1;
     for (int64_t i = 0; i < d; ++i) outer *= a.shape()[i];
     for (int64_t i = d + 1; i < a.dim(); ++i) inner *= a.shape()[i];
     const int64_t size = a.dim() == 0 ? 1 : a.shape()[d];
-    cpu::softmax(a.dtype(), outer, size, inner, x.data_ptr(), out.data_ptr(), log);
+    if (backend == Backend::CPU) cpu::softmax(a.dtype(), outer, size, inner, x.data_ptr(), out.data_ptr(), log);
+    else EMBER_CUDA(cuda::softmax(a.dtype(), outer, size, inner, x.data_ptr(), out.data_ptr(), log, stream_of(a)));
   }
   if (needs_grad({&a})) {  // saved: the output; ints = [dim]
     auto node = record(log ? OpId::LogSoftmax : OpId::Softmax, {&a}, {&out});

@@ -3,11 +3,17 @@
 
 #include <string>
 
+#include "ember_config.h"
 #include "kernels/base/error.h"
 
 namespace ember {
 
 Allocator* cpu_allocator();  // tensor/cpu_allocator.cpp
+#if EMBER_HAVE_CUDA
+Allocator* cuda_allocator();  // tensor/cuda_allocator.cpp: null when no device is present
+#else
+inline Allocator* cuda_allocator() { return nullptr; }
+#endif
 
 namespace {
 
@@ -23,7 +29,7 @@ MetaAllocator meta_allocator;
 // A function-local table, so tensors created by other files' static initializers
 // still find the CPU allocator.
 Allocator*& slot(DeviceType type) {
-  static Allocator* table[3] = {cpu_allocator(), nullptr, &meta_allocator};
+  static Allocator* table[3] = {cpu_allocator(), cuda_allocator(), &meta_allocator};
   return table[static_cast<int>(type)];
 }
 

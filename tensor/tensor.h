@@ -100,7 +100,7 @@ class Tensor {
   // ---- copies and conversions ----
   Tensor contiguous() const;
   Tensor clone() const;
-  Tensor& copy_(const Tensor& src);
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
   Tensor to(Device device, bool non_blocking = false) const;
   Tensor to(DType dtype) const;
   Tensor to(Device device, DType dtype) const;

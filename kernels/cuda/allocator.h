@@ -25,9 +25,9 @@ struct MemoryStats {
   size_t num_mallocs = 0;     // cudaMalloc calls so far (to test that reuse skips it)
 };
 MemoryStats memory_stats(int device);
-void reset_peak_memory_stats(int device);
+void reset_peak_stats(int device);
 // Releases every cached, unused block of every device to the driver.
-void empty_cache();
+void release_all_cached();
 
 // Scratch memory for one kernel call, returned to the cache when it goes out of
 // scope (for workspaces: im2col buffers, partial sums, cuDNN workspaces).

@@ -21,12 +21,12 @@ cudaStream_t stream(int device = -1);
 const cudaDeviceProp& properties(int device = -1);
 
 // Makes `device` current for a scope and restores the previous one after.
-class DeviceGuard {
+class DeviceScope {
  public:
-  explicit DeviceGuard(int device);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  explicit DeviceScope(int device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   int previous_ = -1;
