@@ -1,0 +1,82 @@
+// Dense matrix multiply on a CUDA device: C = alpha * A.B + beta * C for `batch`
+// matrices. A is m x k, B is k x n, C is m x n; every matrix is a pointer plus a
+// batch, a row and a column stride in elements, so transposed, sliced or broadcast
+// (stride 0) views need no copy. beta == 0 never reads C; k == 0 gives C = beta * C.
+// All calls are queued on `stream` and return at once.
+//
+// Two implementations sit behind one entry point (docs/kernels.md, "GEMM"):
+//   cuBLAS  cublasGemmStridedBatchedEx, when every matrix has a unit stride on one
+//           side and a leading dimension cuBLAS can express (blas.cpp);
+//   native  Ember's own kernels: a tiled SIMT kernel for float32 and float64
+//           (gemm_simt.cu) and a tensor-core kernel for float16 and bfloat16
+//           (gemm_mma.cu); both take any strides.
+// gemm() uses cuBLAS whenever it can express the operands, the native kernels
+// otherwise, and always the native kernels when EMBER_KERNELS=native.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/base/scalar.h"
+
+namespace ember::cuda {
+
+// Which implementation the default entry points (gemm, conv2d_*) pick.
+enum class KernelChoice { fastest, native };
+// EMBER_KERNELS=native gives `native`, anything else (or unset) `fastest`. The
+// variable is read once, on the first call.
+KernelChoice kernel_choice();
+
+// dt is Float32, Float64, Float16 or BFloat16 (A, B and C all of that type; the half
+// types multiply on tensor cores and accumulate in float32); any other dtype throws
+// NotImplementedError. alpha and beta are converted to the accumulator type.
+void gemm(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+          const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+          const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+          void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+
+// The hand-written kernels, whatever the strides (for tests and ember-bench).
+void gemm_native(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                 const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                 const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                 void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+
+// cuBLAS. Operands cuBLAS cannot describe (no unit stride, a negative stride, a
+// leading dimension too small or past int range) go to gemm_native instead, so this
+// too accepts any strides; gemm_cublas_supports says which case applies.
+void gemm_cublas(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                 const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                 const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                 void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+bool gemm_cublas_supports(int64_t batch, int64_t m, int64_t n, int64_t k,
+                          int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                          int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                          int64_t c_bs, int64_t c_rs, int64_t c_cs);
+
+// The two native kernels behind gemm_native, by dtype: gemm_simt takes Float32 and
+// Float64, gemm_tensor_core Float16 and BFloat16. Sizes must be positive (the
+// callers above handle empty products and k == 0).
+void gemm_simt(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+               const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+               const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+               void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+void gemm_tensor_core(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                      const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                      const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                      void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+
+// C = beta * C over `batch` m x n matrices (beta == 0 writes zeros without reading
+// C): the whole product when k == 0.
+void gemm_scale_c(DType dt, int64_t batch, int64_t m, int64_t n, double beta,
+                  void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+
+// C = A.B for the integer dtypes Int8, UInt8, Int32 and Int64, exact with wrap-around
+// in the element type (as cpu::gemm_integer); C is overwritten (k == 0 gives zeros).
+// Other dtypes throw NotImplementedError.
+void gemm_integer(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                  const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
+                  void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+
+}  // namespace ember::cuda
