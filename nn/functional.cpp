@@ -34,7 +34,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   Tensor mask;
   {
     NoGradGuard no_grad;
-    mask = (rand(x.shape(), TensorOptions(is_floating(x.dtype()) ? x.dtype() : kFloat32), gen) >= p)
+    mask = (rand(x.shape(), {is_floating(x.dtype()) ? x.dtype() : kFloat32, x.device()}, gen) >= p)
                .to(x.dtype()) *
            (1.0 / (1.0 - p));
   }

@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/optim.h"
 #include "tensor/checks.h"
+#include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 
 namespace ember::nn::optim {
@@ -16,7 +17,8 @@ namespace {
 // updated through a copy that would be lost.
 void check_param(const Tensor& p, const char* op) {
   if (!p.is_contiguous()) throw ValueError(msg(op, ": parameters must be contiguous"));
-  if (!p.device().is_cpu()) throw_no_kernel(op, p);
+  if (backend_of(op, p) == Backend::None) throw_no_kernel(op, p);
+  check_same_device(p, p.grad());
 }
 
 }  // namespace
@@ -110,8 +112,9 @@ void SGD::step() {
     Tensor g = p.grad().contiguous();
     const bool first = options.momentum != 0 && !has_state(i, "momentum_buffer");
     void* buf = options.momentum != 0 ? state(i, "momentum_buffer").data_ptr() : nullptr;
-    cpu::sgd_step(p.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), buf,
-                  {lr_, options.momentum, options.dampening, options.weight_decay, options.nesterov, first});
+    const SgdParams h{lr_, options.momentum, options.dampening, options.weight_decay, options.nesterov, first};
+    if (p.device().is_cuda()) EMBER_CUDA(cuda::sgd_step(p.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), buf, h, stream_of(p)));
+    else cpu::sgd_step(p.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), buf, h);
     bump_version(p);
   }
 }
@@ -152,9 +155,11 @@ void Adam::step() {
     const int64_t t = static_cast<int64_t>(step.item<double>()) + 1;
     step.fill_(static_cast<double>(t));
     void* vmax = options.amsgrad ? state(i, "max_exp_avg_sq").data_ptr() : nullptr;
-    cpu::adam_step(p.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), state(i, "exp_avg").data_ptr(),
-                   state(i, "exp_avg_sq").data_ptr(), vmax,
-                   {lr_, options.beta1, options.beta2, options.eps, options.weight_decay, decoupled_, options.amsgrad, t});
+    const AdamParams h{lr_, options.beta1, options.beta2, options.eps, options.weight_decay, decoupled_, options.amsgrad, t};
+    void* m = state(i, "exp_avg").data_ptr();
+    void* v = state(i, "exp_avg_sq").data_ptr();
+    if (p.device().is_cuda()) EMBER_CUDA(cuda::adam_step(p.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), m, v, vmax, h, stream_of(p)));
+    else cpu::adam_step(p.dtype(), p.numel(), p.data_ptr(), g.data_ptr(), m, v, vmax, h);
     bump_version(p);
   }
 }
