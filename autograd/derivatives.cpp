@@ -233,7 +233,11 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
         std::tie(gw, gb) = conv2d_backward_weight(g, x, w.shape(), stride, padding, dilation, groups, n.ints[7]);
       return {gx, gw, gb};
     }
-    case OpId::MaxPool2d: return {max_pool2d_backward(g, saved(0), shape_of(0))};  // saved indices
+    case OpId::MaxPool2d: {  // saved indices; ints = kernel(2), stride(2), padding(2), dilation(2), ceil_mode
+      const auto& i = n.ints;
+      return {max_pool2d_backward(g, saved(0), shape_of(0), {i[0], i[1]}, {i[2], i[3]}, {i[4], i[5]}, {i[6], i[7]},
+                                  i[8] != 0)};
+    }
     case OpId::AvgPool2d: {  // ints = kernel(2), stride(2), padding(2), ceil_mode, count_include_pad, divisor
       const auto& i = n.ints;
       return {avg_pool2d_backward(g, shape_of(0), {i[0], i[1]}, {i[2], i[3]}, {i[4], i[5]}, i[6], i[7], i[8])};

@@ -28,6 +28,10 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0},
                                                    Pair dilation = {1, 1}, bool ceil_mode = false);
 Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Shape& x_shape);
+// The same with the window, which lets the CUDA kernel gather (deterministic, no
+// atomics) instead of scattering through the indices; autograd calls this one.
+Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Shape& x_shape, Pair kernel,
+                           Pair stride, Pair padding, Pair dilation, bool ceil_mode);
 Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0}, bool ceil_mode = false,
                   bool count_include_pad = true, int64_t divisor_override = 0);
 Tensor avg_pool2d_backward(const Tensor& grad_y, const Shape& x_shape, Pair kernel, Pair stride, Pair padding,

@@ -46,7 +46,7 @@ cpu::Pool2dShape pool_shape(const char* op, const Shape& x, Pair kernel, Pair st
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride, Pair padding,
                                                    Pair dilation, bool ceil_mode) {
   const auto s = pool_shape("max_pool2d", x.shape(), kernel, stride, padding, dilation, ceil_mode);
-  if (is_half(x.dtype()) && !x.device().is_cuda()) {  // CPU: in float32 (CUDA has half kernels)
+  if (is_half(x.dtype())) {  // computed in float32 on both devices
     auto [y, idx] = max_pool2d_with_indices(x.to(kFloat32), kernel, stride, padding, dilation, ceil_mode);
     return {y.to(x.dtype()), idx};
   }
@@ -62,19 +62,16 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel,
   if (needs_grad({&x})) {
     auto node = record(OpId::MaxPool2d, {&x}, {&y});
     node->saved = {SavedTensor(idx)};
+    node->ints = {kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], ceil_mode};
   }
   return {y, idx};
 }
 
-Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Shape& x_shape) {
-  cpu::Pool2dShape s;
-  s.n = x_shape[0];
-  s.c = x_shape[1];
-  s.h = x_shape[2];
-  s.w = x_shape[3];
-  s.h_out = grad_y.shape()[2];
-  s.w_out = grad_y.shape()[3];
-  Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
+namespace {
+// Gradient of max pooling given the pooling geometry (kh == 0 when the window is unknown).
+Tensor max_pool2d_backward_impl(const Tensor& grad_y, const Tensor& indices, const cpu::Pool2dShape& s) {
+  const Shape xs{s.n, s.c, s.h, s.w};
+  Tensor gx = empty(xs, {grad_y.dtype(), grad_y.device()});
   const Backend backend = backend_of("max_pool2d_backward", grad_y);
   if (backend == Backend::None) return gx;
   Tensor g = grad_y.contiguous(), i = indices.contiguous();
@@ -83,6 +80,24 @@ Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Sh
                                             stream_of(grad_y)));
   return gx;
 }
+}  // namespace
+
+Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Shape& x_shape, Pair kernel,
+                           Pair stride, Pair padding, Pair dilation, bool ceil_mode) {
+  return max_pool2d_backward_impl(grad_y, indices,
+                                  pool_shape("max_pool2d", x_shape, kernel, stride, padding, dilation, ceil_mode));
+}
+
+Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Shape& x_shape) {
+  cpu::Pool2dShape s;  // no window: the kernels scatter through the indices
+  s.n = x_shape[0];
+  s.c = x_shape[1];
+  s.h = x_shape[2];
+  s.w = x_shape[3];
+  s.h_out = grad_y.shape()[2];
+  s.w_out = grad_y.shape()[3];
+  return max_pool2d_backward_impl(grad_y, indices, s);
+}
 
 Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool ceil_mode, bool count_include_pad,
                   int64_t divisor_override) {
@@ -90,7 +105,7 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool 
   s.count_include_pad = count_include_pad;
   s.divisor_override = divisor_override;
   if (divisor_override < 0) throw ValueError("avg_pool2d: divisor must be not zero");
-  if (is_half(x.dtype()) && !x.device().is_cuda())
+  if (is_half(x.dtype()))
     return avg_pool2d(x.to(kFloat32), kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
         .to(x.dtype());
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("avg_pool2d: not implemented for dtype ", x.dtype()));
