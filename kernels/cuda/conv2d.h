@@ -1,0 +1,55 @@
+// 2-D convolution on a CUDA device, NCHW, with the semantics of cpu::conv2d_*
+// (kernels/cpu/conv2d.h): stride, zero padding, dilation and groups; all tensors
+// contiguous; grad_x, grad_weight and grad_bias are overwritten, never accumulated.
+// dt is Float32, Float64, Float16 or BFloat16 (the half types accumulate in float32).
+//
+// Two implementations: native (im2col into scratch memory, chunked over the batch,
+// then cuda::gemm; conv2d.cu) and cuDNN (cudnn_conv.cpp, when the build has it). The
+// plain entry points use cuDNN when the build has it, the native kernels when it does
+// not or when EMBER_KERNELS=native.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/base/scalar.h"
+#include "kernels/base/window.h"
+
+namespace ember::cuda {
+
+// y = conv(x, weight) + bias (bias nullable).
+void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
+                    const void* bias, void* y, cudaStream_t stream);
+// grad_x = the gradient of sum(grad_y * y) with respect to x.
+void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y, const void* weight,
+                           void* grad_x, cudaStream_t stream);
+// grad_weight, and grad_bias (nullable) = grad_y summed over batch and space.
+void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
+                            void* grad_weight, void* grad_bias, cudaStream_t stream);
+
+// The native kernels (conv2d.cu).
+void conv2d_forward_native(DType dt, const Conv2dShape& s, const void* x, const void* weight,
+                           const void* bias, void* y, cudaStream_t stream);
+void conv2d_backward_input_native(DType dt, const Conv2dShape& s, const void* grad_y,
+                                  const void* weight, void* grad_x, cudaStream_t stream);
+void conv2d_backward_weight_native(DType dt, const Conv2dShape& s, const void* grad_y,
+                                   const void* x, void* grad_weight, void* grad_bias,
+                                   cudaStream_t stream);
+
+// cuDNN (cudnn_conv.cpp). Shapes cuDNN cannot take (empty tensors, sizes past int
+// range, no algorithm within the workspace limit) run the native kernels instead.
+// Without cuDNN in the build these throw NotImplementedError.
+bool conv2d_have_cudnn();
+void conv2d_forward_cudnn(DType dt, const Conv2dShape& s, const void* x, const void* weight,
+                          const void* bias, void* y, cudaStream_t stream);
+void conv2d_backward_input_cudnn(DType dt, const Conv2dShape& s, const void* grad_y,
+                                 const void* weight, void* grad_x, cudaStream_t stream);
+void conv2d_backward_weight_cudnn(DType dt, const Conv2dShape& s, const void* grad_y,
+                                  const void* x, void* grad_weight, void* grad_bias,
+                                  cudaStream_t stream);
+
+// grad_bias[c] = sum of grad_y[., c, ., .], a deterministic per-channel reduction
+// (used by both paths' callers and tests).
+void conv2d_bias_grad(DType dt, const Conv2dShape& s, const void* grad_y, void* grad_bias,
+                      cudaStream_t stream);
+
+}  // namespace ember::cuda
