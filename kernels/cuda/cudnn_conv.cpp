@@ -1,0 +1,259 @@
+// 2-D convolution through cuDNN's legacy API (cudnnConvolutionForward, BackwardData,
+// BackwardFilter, BackwardBias), and the default entry points that choose between it
+// and the native kernels (conv2d.h).
+//
+// Per call: descriptors for x, y, the filter and the convolution; an algorithm from
+// cuDNN's heuristics (cudnnGet*Algorithm_v7, the first that succeeds within
+// kMaxWorkspaceBytes of workspace); the workspace from the caching allocator. float32
+// and float64 ask for FMA math only (no TF32, matching the CPU to float32 rounding);
+// float16 and bfloat16 for tensor-core math with float32 accumulation. One cuDNN
+// handle per device, created on first use, used under the device's lock because its
+// stream is per-handle state.
+#include <cstdint>
+#include <string>
+
+#include "kernels/base/error.h"
+#include "kernels/cuda/conv2d.h"
+#include "kernels/cuda/gemm.h"
+
+#if EMBER_HAVE_CUDNN
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kernels/cuda/allocator.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/runtime.h"
+#endif
+
+namespace ember::cuda {
+
+#if EMBER_HAVE_CUDNN
+namespace {
+
+constexpr size_t kMaxWorkspaceBytes = size_t(1) << 30;
+
+struct DnnHandle {
+  std::mutex lock;
+  cudnnHandle_t handle = nullptr;
+};
+
+// Never destroyed, for the reason given for cuBLAS handles in blas.cpp.
+DnnHandle& dnn_handle(int device) {
+  static std::mutex table_lock;
+  static std::vector<std::unique_ptr<DnnHandle>> table;
+  std::lock_guard<std::mutex> guard(table_lock);
+  if (device < 0) throw ValueError("cuDNN: invalid device index " + std::to_string(device));
+  if (table.size() <= size_t(device)) table.resize(size_t(device) + 1);
+  auto& slot = table[size_t(device)];
+  if (!slot) {
+    auto h = std::make_unique<DnnHandle>();
+    DeviceScope on(device);
+    EMBER_CUDA_CHECK(cudnnCreate(&h->handle));
+    slot = std::move(h);
+  }
+  return *slot;
+}
+
+cudnnDataType_t data_type(DType dt) {
+  switch (dt) {
+    case DType::Float64: return CUDNN_DATA_DOUBLE;
+    case DType::Float16: return CUDNN_DATA_HALF;
+    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+// cuDNN takes int sizes; the whole tensors' element counts must fit too.
+bool cudnn_can_take(const Conv2dShape& s) {
+  const int64_t vals[] = {s.n, s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, s.h_out, s.w_out,
+                          s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.dil_h, s.dil_w, s.groups,
+                          s.n * s.c_in * s.h * s.w, s.n * s.c_out * s.h_out * s.w_out,
+                          s.c_out * (s.c_in / std::max<int64_t>(s.groups, 1)) * s.kh * s.kw};
+  for (int64_t v : vals)
+    if (v < 0 || v > INT_MAX) return false;
+  // Empty tensors: the native path handles them (cuDNN rejects zero sizes).
+  return s.n > 0 && s.c_in > 0 && s.c_out > 0 && s.h_out > 0 && s.w_out > 0 && s.h > 0 && s.w > 0;
+}
+
+// The four descriptors of one convolution, destroyed with it.
+struct Descriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+
+  Descriptors(DType dt, const Conv2dShape& s) {
+    const cudnnDataType_t t = data_type(dt);
+    EMBER_CUDA_CHECK(cudnnCreateTensorDescriptor(&x));
+    EMBER_CUDA_CHECK(cudnnCreateTensorDescriptor(&y));
+    EMBER_CUDA_CHECK(cudnnCreateTensorDescriptor(&bias));
+    EMBER_CUDA_CHECK(cudnnCreateFilterDescriptor(&w));
+    EMBER_CUDA_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    EMBER_CUDA_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, t, int(s.n), int(s.c_in), int(s.h), int(s.w)));
+    EMBER_CUDA_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, t, int(s.n), int(s.c_out), int(s.h_out),
+                                                int(s.w_out)));
+    EMBER_CUDA_CHECK(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, t, 1, int(s.c_out), 1, 1));
+    EMBER_CUDA_CHECK(cudnnSetFilter4dDescriptor(w, t, CUDNN_TENSOR_NCHW, int(s.c_out), int(s.c_in / s.groups),
+                                                int(s.kh), int(s.kw)));
+    EMBER_CUDA_CHECK(cudnnSetConvolution2dDescriptor(
+        conv, int(s.pad_h), int(s.pad_w), int(s.stride_h), int(s.stride_w), int(s.dil_h), int(s.dil_w),
+        CUDNN_CROSS_CORRELATION, dt == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
+    EMBER_CUDA_CHECK(cudnnSetConvolutionGroupCount(conv, int(s.groups)));
+    EMBER_CUDA_CHECK(cudnnSetConvolutionMathType(conv, is_half(dt) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  }
+  ~Descriptors() {
+    cudnnDestroyConvolutionDescriptor(conv);
+    cudnnDestroyFilterDescriptor(w);
+    cudnnDestroyTensorDescriptor(bias);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyTensorDescriptor(x);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+};
+
+// The first heuristic result that ran, fits the workspace limit and, for the float
+// types, does not use tensor cores (TF32); its math type is set on the descriptor.
+template <class Perf>
+bool pick(DType dt, const Perf* perf, int count, cudnnConvolutionDescriptor_t conv, Perf& out) {
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kMaxWorkspaceBytes) continue;
+    if (!is_half(dt) && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
+      continue;
+    if (!is_half(dt) && perf[i].mathType == CUDNN_DEFAULT_MATH) {
+      // DEFAULT permits TF32 on this GPU; keep the algorithm but insist on FMA math.
+      EMBER_CUDA_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH));
+    } else {
+      EMBER_CUDA_CHECK(cudnnSetConvolutionMathType(conv, perf[i].mathType));
+    }
+    out = perf[i];
+    return true;
+  }
+  return false;
+}
+
+// alpha = 1 and beta = 0 or 1 in the scaling type cuDNN wants (double for float64).
+struct Scalars {
+  float f1 = 1.f, f0 = 0.f;
+  double d1 = 1.0, d0 = 0.0;
+  bool dbl;
+  explicit Scalars(DType dt) : dbl(dt == DType::Float64) {}
+  const void* one() const { return dbl ? static_cast<const void*>(&d1) : &f1; }
+  const void* zero() const { return dbl ? static_cast<const void*>(&d0) : &f0; }
+};
+
+constexpr int kMaxAlgos = 16;
+
+}  // namespace
+
+bool conv2d_have_cudnn() { return true; }
+
+void conv2d_forward_cudnn(DType dt, const Conv2dShape& s, const void* x, const void* weight,
+                          const void* bias, void* y, cudaStream_t stream) {
+  if (!is_floating(dt) || !cudnn_can_take(s)) return conv2d_forward_native(dt, s, x, weight, bias, y, stream);
+  const int device = current_device_index();
+  DnnHandle& h = dnn_handle(device);
+  std::lock_guard<std::mutex> guard(h.lock);
+  EMBER_CUDA_CHECK(cudnnSetStream(h.handle, stream));
+  Descriptors d(dt, s);
+  cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos], best;
+  int count = 0;
+  EMBER_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h.handle, d.x, d.w, d.conv, d.y, kMaxAlgos, &count, perf));
+  if (!pick(dt, perf, count, d.conv, best)) return conv2d_forward_native(dt, s, x, weight, bias, y, stream);
+  ScratchBuffer ws(best.memory, device, stream);
+  const Scalars k(dt);
+  EMBER_CUDA_CHECK(cudnnConvolutionForward(h.handle, k.one(), d.x, x, d.w, weight, d.conv, best.algo, ws.get(),
+                                           best.memory, k.zero(), d.y, y));
+  if (bias) EMBER_CUDA_CHECK(cudnnAddTensor(h.handle, k.one(), d.bias, bias, k.one(), d.y, y));
+}
+
+void conv2d_backward_input_cudnn(DType dt, const Conv2dShape& s, const void* grad_y,
+                                 const void* weight, void* grad_x, cudaStream_t stream) {
+  if (!is_floating(dt) || !cudnn_can_take(s))
+    return conv2d_backward_input_native(dt, s, grad_y, weight, grad_x, stream);
+  const int device = current_device_index();
+  DnnHandle& h = dnn_handle(device);
+  std::lock_guard<std::mutex> guard(h.lock);
+  EMBER_CUDA_CHECK(cudnnSetStream(h.handle, stream));
+  Descriptors d(dt, s);
+  cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos], best;
+  int count = 0;
+  EMBER_CUDA_CHECK(
+      cudnnGetConvolutionBackwardDataAlgorithm_v7(h.handle, d.w, d.y, d.conv, d.x, kMaxAlgos, &count, perf));
+  if (!pick(dt, perf, count, d.conv, best))
+    return conv2d_backward_input_native(dt, s, grad_y, weight, grad_x, stream);
+  ScratchBuffer ws(best.memory, device, stream);
+  const Scalars k(dt);
+  EMBER_CUDA_CHECK(cudnnConvolutionBackwardData(h.handle, k.one(), d.w, weight, d.y, grad_y, d.conv, best.algo,
+                                                ws.get(), best.memory, k.zero(), d.x, grad_x));
+}
+
+void conv2d_backward_weight_cudnn(DType dt, const Conv2dShape& s, const void* grad_y,
+                                  const void* x, void* grad_weight, void* grad_bias,
+                                  cudaStream_t stream) {
+  if (!is_floating(dt) || !cudnn_can_take(s))
+    return conv2d_backward_weight_native(dt, s, grad_y, x, grad_weight, grad_bias, stream);
+  const int device = current_device_index();
+  DnnHandle& h = dnn_handle(device);
+  std::lock_guard<std::mutex> guard(h.lock);
+  EMBER_CUDA_CHECK(cudnnSetStream(h.handle, stream));
+  Descriptors d(dt, s);
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos], best;
+  int count = 0;
+  EMBER_CUDA_CHECK(
+      cudnnGetConvolutionBackwardFilterAlgorithm_v7(h.handle, d.x, d.y, d.conv, d.w, kMaxAlgos, &count, perf));
+  if (!pick(dt, perf, count, d.conv, best))
+    return conv2d_backward_weight_native(dt, s, grad_y, x, grad_weight, grad_bias, stream);
+  ScratchBuffer ws(best.memory, device, stream);
+  const Scalars k(dt);
+  EMBER_CUDA_CHECK(cudnnConvolutionBackwardFilter(h.handle, k.one(), d.x, x, d.y, grad_y, d.conv, best.algo,
+                                                  ws.get(), best.memory, k.zero(), d.w, grad_weight));
+  if (grad_bias)
+    EMBER_CUDA_CHECK(cudnnConvolutionBackwardBias(h.handle, k.one(), d.y, grad_y, k.zero(), d.bias, grad_bias));
+}
+
+#else  // no cuDNN in this build
+
+bool conv2d_have_cudnn() { return false; }
+
+[[noreturn]] static void no_cudnn() {
+  throw NotImplementedError("conv2d: this build of Ember has no cuDNN");
+}
+void conv2d_forward_cudnn(DType, const Conv2dShape&, const void*, const void*, const void*, void*,
+                          cudaStream_t) {
+  no_cudnn();
+}
+void conv2d_backward_input_cudnn(DType, const Conv2dShape&, const void*, const void*, void*,
+                                 cudaStream_t) {
+  no_cudnn();
+}
+void conv2d_backward_weight_cudnn(DType, const Conv2dShape&, const void*, const void*, void*, void*,
+                                  cudaStream_t) {
+  no_cudnn();
+}
+
+#endif
+
+// The default: cuDNN when the build has it, unless EMBER_KERNELS=native.
+static bool use_cudnn() { return conv2d_have_cudnn() && kernel_choice() != KernelChoice::native; }
+
+void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
+                    const void* bias, void* y, cudaStream_t stream) {
+  if (use_cudnn()) conv2d_forward_cudnn(dt, s, x, weight, bias, y, stream);
+  else conv2d_forward_native(dt, s, x, weight, bias, y, stream);
+}
+
+void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y, const void* weight,
+                           void* grad_x, cudaStream_t stream) {
+  if (use_cudnn()) conv2d_backward_input_cudnn(dt, s, grad_y, weight, grad_x, stream);
+  else conv2d_backward_input_native(dt, s, grad_y, weight, grad_x, stream);
+}
+
+void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
+                            void* grad_weight, void* grad_bias, cudaStream_t stream) {
+  if (use_cudnn()) conv2d_backward_weight_cudnn(dt, s, grad_y, x, grad_weight, grad_bias, stream);
+  else conv2d_backward_weight_native(dt, s, grad_y, x, grad_weight, grad_bias, stream);
+}
+
+}  // namespace ember::cuda
