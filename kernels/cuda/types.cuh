@@ -36,4 +36,14 @@ struct alignas(16) Vec16 {
   T v[kCount];
 };
 
+// N consecutive elements of T loaded or stored as one access of N * sizeof(T) bytes
+// (at most 16): a kernel whose operands have different element sizes (a conversion,
+// a comparison writing bool) moves the same number of elements of each.
+template <class T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  static_assert(sizeof(T) * N <= 16 && (sizeof(T) * N & (sizeof(T) * N - 1)) == 0,
+                "a Pack is one access of at most 16 bytes");
+  T v[N];
+};
+
 }  // namespace ember::cuda
