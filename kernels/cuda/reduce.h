@@ -1,0 +1,28 @@
+// CUDA reductions over any set of dimensions: sum, mean, var, amax/amin with or
+// without indices, argmax/argmin; the contract of kernels/cpu/reduce.h with device
+// pointers and a stream. Results are deterministic: the same input and geometry give
+// the same bits on every run (partials are combined in a fixed order, no atomics).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/base/ops.def.h"
+#include "kernels/base/scalar.h"
+#include "kernels/base/strided.h"
+
+namespace ember::cuda {
+
+// Output dtypes as on the CPU: sum writes dt for floating inputs and int64 for
+// integral and bool ones; mean and var write dt (floating only, else DTypeError);
+// amax/amin write dt into `out` and, when `indices` is not null, the position of the
+// first extreme (row-major over the reduced dims, in the order given); argmax/argmin
+// write only `indices`. NaN wins every max/min comparison. var divides by
+// (count - correction), NaN when that is not positive. Sums accumulate in float for
+// float32 and the half types, double for float64, int64 for integers and bool; var
+// uses Welford's update and Chan's merge in the same types.
+void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void* out, int64_t* indices,
+            int64_t correction, cudaStream_t stream);
+
+}  // namespace ember::cuda
