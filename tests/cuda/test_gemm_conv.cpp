@@ -1,0 +1,348 @@
+// The CUDA GEMM and convolution kernels called directly (kernels/cuda/gemm.h and
+// conv2d.h), each implementation on its own: the hand-written kernels (SIMT float32
+// and float64, tensor-core float16 and bfloat16, im2col convolution) and the
+// library paths (cuBLAS, cuDNN), against a float64 reference computed on the CPU.
+// EMBER_KERNELS is read once per process, so the native functions are called by
+// name instead of through the environment. GEMMs are judged by the relative
+// Frobenius norm of the error (docs/numerics.md, "CUDA against CPU"); plain float32
+// must stay at float32 accuracy, so a path that silently used TF32 would fail.
+#include <cmath>
+#include <cstring>
+
+#include "cuda/both.h"
+#include "kernels/cuda/conv2d.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/runtime.h"
+#include "tensor/cuda.h"
+
+using namespace ember;
+using cuda_test::Both;
+using cuda_test::kCuda;
+using ref::Layout;
+
+namespace {
+
+using GemmFn = void (*)(DType, int64_t, int64_t, int64_t, int64_t, double, const void*, int64_t, int64_t, int64_t,
+                        const void*, int64_t, int64_t, int64_t, double, void*, int64_t, int64_t, int64_t,
+                        cudaStream_t);
+
+// How an operand matrix [batch, rows, cols] sits in memory.
+enum class Mem { rows, cols, stepped, padded };  // row-major, column-major, every other column, padded rows
+const char* mem_name(Mem m) {
+  switch (m) {
+    case Mem::rows: return "row-major";
+    case Mem::cols: return "column-major";
+    case Mem::stepped: return "stepped columns";
+    case Mem::padded: return "padded rows";
+  }
+  return "?";
+}
+
+// A random [batch, r, c] operand on both devices, laid out as `m`.
+Both operand(int64_t batch, int64_t r, int64_t c, DType dt, Mem m, std::mt19937_64& rng, double lo, double hi) {
+  Shape base;
+  switch (m) {
+    case Mem::rows: base = {batch, r, c}; break;
+    case Mem::cols: base = {batch, c, r}; break;
+    case Mem::stepped: base = {batch, r, 2 * c}; break;
+    case Mem::padded: base = {batch, r, c + 5}; break;
+  }
+  Both b;
+  b.base_cpu = ref::make(base, dt, ref::random_values(ref::numel(base), dt, rng, lo, hi));
+  b.base_gpu = b.base_cpu.to(kCuda);
+  auto view = [&](const Tensor& t) {
+    switch (m) {
+      case Mem::rows: return t;
+      case Mem::cols: return t.transpose(1, 2);
+      case Mem::stepped: return t.slice(2, 0, std::nullopt, 2);
+      case Mem::padded: return t.narrow(2, 2, c);
+    }
+    return t;
+  };
+  b.cpu = view(b.base_cpu);
+  b.gpu = view(b.base_gpu);
+  return b;
+}
+
+// alpha * A.B + beta * C0 in float64, from the CPU copies, by plain loops.
+std::vector<double> gemm_reference(const Tensor& a, const Tensor& b, const Tensor& c0, double alpha, double beta) {
+  const ref::Array A = ref::read(a), B = ref::read(b), C = ref::read(c0);
+  const int64_t batch = a.shape()[0], m = a.shape()[1], k = a.shape()[2], n = b.shape()[2];
+  std::vector<double> out(static_cast<size_t>(batch * m * n));
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q) s += A.v[(p * m + i) * k + q] * B.v[(p * k + q) * n + j];
+        const size_t o = static_cast<size_t>((p * m + i) * n + j);
+        out[o] = alpha * s + (beta == 0 ? 0.0 : beta * C.v[o]);
+      }
+  return out;
+}
+
+// ||got - want|| / ||want|| (Frobenius); NaN counts as infinite; 0 / 0 is 0.
+double rel_norm_error(const Tensor& got, const std::vector<double>& want) {
+  const ref::Array g = ref::read(got);
+  REQUIRE(g.v.size() == want.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = g.v[i] - want[i];
+    if (std::isnan(d)) return INFINITY;
+    num += d * d;
+    den += want[i] * want[i];
+  }
+  if (den == 0) return num == 0 ? 0 : INFINITY;
+  return std::sqrt(num / den);
+}
+
+// The bound on the relative error norm of each dtype: float64 and float32 near
+// their unit roundoff times sqrt(k); the half types dominated by rounding the result
+// once to 11 (float16) or 8 (bfloat16) significant bits.
+double gemm_bound(DType dt) {
+  switch (dt) {
+    case DType::Float64: return 1e-12;
+    case DType::Float32: return 1e-5;
+    case DType::Float16: return 1e-3;
+    case DType::BFloat16: return 1e-2;
+    default: return 0;
+  }
+}
+
+struct Dims {
+  int64_t m, n, k;
+};
+
+void wait_for_gpu() { cuda::synchronize(); }
+
+}  // namespace
+
+TEST_CASE("gemm_native and gemm_cublas match a float64 reference", "[cuda][gemm]") {
+  const std::vector<Dims> sizes = {{1, 1, 1}, {17, 33, 65}, {128, 256, 64}, {513, 257, 129}, {64, 64, 1}, {5, 3, 300}};
+  std::mt19937_64 rng(41);
+  const cudaStream_t stream = cuda::stream(0);
+  struct Impl {
+    const char* name;
+    GemmFn fn;
+  };
+  const Impl impls[] = {{"native", &cuda::gemm_native}, {"cuBLAS", &cuda::gemm_cublas}};
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
+    for (const Dims& d : sizes)
+      for (Mem ma : {Mem::rows, Mem::cols, Mem::stepped})
+        for (Mem mb : {Mem::rows, Mem::cols, Mem::padded})
+          for (int ab = 0; ab < 2; ++ab) {
+            const bool big = d.m * d.n * d.k > 1000000;
+            if (big && !((ma == Mem::rows && mb == Mem::rows) || (ma == Mem::cols && mb == Mem::cols))) continue;
+            const int64_t batch = big ? 1 : 3;
+            const double alpha = ab ? 1.5 : 1.0, beta = ab ? 0.5 : 0.0;
+            const Mem mc = ab ? Mem::padded : Mem::rows;
+            const Both a = operand(batch, d.m, d.k, dt, ma, rng, -1, 1);
+            const Both b = operand(batch, d.k, d.n, dt, mb, rng, -1, 1);
+            const Both c0 = operand(batch, d.m, d.n, dt, mc, rng, -1, 1);
+            const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c0.cpu, alpha, beta);
+            for (const Impl& impl : impls) {
+              INFO(impl.name << " " << ref::str(dt) << " batch " << batch << " m " << d.m << " n " << d.n << " k "
+                             << d.k << ", A " << mem_name(ma) << ", B " << mem_name(mb) << ", C " << mem_name(mc)
+                             << ", alpha " << alpha << " beta " << beta);
+              // C starts as c0, or as NaN when beta == 0: C must then never be read.
+              Tensor base = c0.base_cpu.clone();
+              if (beta == 0) base.fill_(NAN);
+              Tensor cb = base.to(kCuda);
+              Tensor c = mc == Mem::padded ? cb.narrow(2, 2, d.n) : cb;
+              impl.fn(dt, batch, d.m, d.n, d.k, alpha, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1),
+                      a.gpu.stride(2), b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), beta,
+                      c.data_ptr(), c.stride(0), c.stride(1), c.stride(2), stream);
+              wait_for_gpu();
+              const double err = rel_norm_error(c.cpu(), want);
+              INFO("relative error norm " << err);
+              CHECK(err <= gemm_bound(dt));
+              // Nothing outside C's view was written (the padding columns).
+              if (mc == Mem::padded) {
+                const Tensor after = cb.cpu();
+                CHECK(ref::compare(after.narrow(2, 0, 2), ref::read(base.narrow(2, 0, 2)), cuda_test::kExact) == "");
+                CHECK(ref::compare(after.narrow(2, d.n + 2, 3), ref::read(base.narrow(2, d.n + 2, 3)),
+                                   cuda_test::kExact) == "");
+              }
+            }
+            // The CPU's own matmul against the same reference.
+            if (ab == 0 && (dt == kFloat32 || dt == kFloat64))
+              CHECK(rel_norm_error(matmul(a.cpu, b.cpu), want) <= gemm_bound(dt));
+          }
+}
+
+TEST_CASE("gemm: broadcast operands, k = 0 and empty products", "[cuda][gemm]") {
+  std::mt19937_64 rng(42);
+  const cudaStream_t stream = cuda::stream(0);
+  for (GemmFn fn : {&cuda::gemm_native, &cuda::gemm_cublas})
+    for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+      INFO(ref::str(dt) << (fn == &cuda::gemm_native ? " native" : " cuBLAS"));
+      // A shared by every batch entry (batch stride 0).
+      const Both a = operand(1, 9, 20, dt, Mem::rows, rng, -1, 1);
+      const Both b = operand(4, 20, 7, dt, Mem::cols, rng, -1, 1);
+      Tensor c = zeros({4, 9, 7}, {dt, kCuda});
+      fn(dt, 4, 9, 7, 20, 1.0, a.gpu.data_ptr(), 0, a.gpu.stride(1), a.gpu.stride(2), b.gpu.data_ptr(),
+         b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), 0.0, c.data_ptr(), c.stride(0), c.stride(1), c.stride(2),
+         stream);
+      wait_for_gpu();
+      CHECK(rel_norm_error(c.cpu(), gemm_reference(a.cpu.expand({4, 9, 20}), b.cpu, c.cpu(), 1.0, 0.0)) <=
+            gemm_bound(dt));
+      // k = 0: C = beta * C, and beta == 0 writes zeros over NaN.
+      Tensor c2 = full({2, 3, 4}, 2.0, {dt, kCuda});
+      fn(dt, 2, 3, 4, 0, 1.0, a.gpu.data_ptr(), 0, 1, 1, b.gpu.data_ptr(), 0, 1, 1, 0.25, c2.data_ptr(), 12, 4, 1,
+         stream);
+      wait_for_gpu();
+      CHECK(ref::compare(c2.cpu(), ref::Array{{2, 3, 4}, std::vector<double>(24, 0.5)}, cuda_test::kExact) == "");
+      Tensor c3 = full({2, 3, 4}, NAN, {dt, kCuda});
+      fn(dt, 2, 3, 4, 0, 1.0, a.gpu.data_ptr(), 0, 1, 1, b.gpu.data_ptr(), 0, 1, 1, 0.0, c3.data_ptr(), 12, 4, 1,
+         stream);
+      wait_for_gpu();
+      CHECK(ref::compare(c3.cpu(), ref::Array{{2, 3, 4}, std::vector<double>(24, 0.0)}, cuda_test::kExact) == "");
+      // m, n or batch 0: nothing to do, nothing touched.
+      fn(dt, 0, 3, 4, 5, 1.0, nullptr, 0, 1, 1, nullptr, 0, 1, 1, 0.0, nullptr, 12, 4, 1, stream);
+      fn(dt, 2, 0, 4, 5, 1.0, nullptr, 0, 1, 1, nullptr, 0, 1, 1, 0.0, nullptr, 0, 4, 1, stream);
+      wait_for_gpu();
+    }
+  // Which operands cuBLAS can describe: unit stride on one side of each matrix.
+  CHECK(cuda::gemm_cublas_supports(1, 4, 5, 6, 24, 6, 1, 30, 5, 1, 20, 5, 1));
+  CHECK(cuda::gemm_cublas_supports(2, 4, 5, 6, 24, 1, 4, 30, 1, 6, 20, 5, 1));
+  CHECK_FALSE(cuda::gemm_cublas_supports(1, 4, 5, 6, 48, 12, 2, 30, 5, 1, 20, 5, 1));
+  // Other dtypes are refused with NotImplementedError.
+  Tensor i = zeros({2, 2}, {kInt32, kCuda});
+  CHECK_THROWS_AS(cuda::gemm_native(kInt32, 1, 2, 2, 2, 1.0, i.data_ptr(), 4, 2, 1, i.data_ptr(), 4, 2, 1, 0.0,
+                                    i.data_ptr(), 4, 2, 1, stream),
+                  NotImplementedError);
+}
+
+TEST_CASE("gemm_integer is exact, wrapping in the element type", "[cuda][gemm]") {
+  std::mt19937_64 rng(43);
+  const cudaStream_t stream = cuda::stream(0);
+  struct Range {
+    DType dt;
+    double lo, hi;
+  };
+  for (const Range& r : {Range{kInt8, -128, 127}, Range{kUInt8, 0, 255}, Range{kInt32, -60000, 60000},
+                         Range{kInt64, -100000, 100000}})
+    for (const Dims& d : {Dims{1, 1, 1}, Dims{17, 33, 65}, Dims{64, 32, 200}, Dims{3, 4, 0}})
+      for (Mem ma : {Mem::rows, Mem::cols}) {
+        INFO(ref::str(r.dt) << " m " << d.m << " n " << d.n << " k " << d.k << " A " << mem_name(ma));
+        const Both a = operand(2, d.m, d.k, r.dt, ma, rng, r.lo, r.hi);
+        const Both b = operand(2, d.k, d.n, r.dt, Mem::padded, rng, r.lo, r.hi);
+        Tensor c = full({2, d.m, d.n}, 7, {r.dt, kCuda});
+        cuda::gemm_integer(r.dt, 2, d.m, d.n, d.k, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1),
+                           a.gpu.stride(2), b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2),
+                           c.data_ptr(), c.stride(0), c.stride(1), c.stride(2), stream);
+        wait_for_gpu();
+        // Reference: int64 sums (no overflow at these ranges), wrapped to the type.
+        const ref::Array A = ref::read(a.cpu), B = ref::read(b.cpu), C = ref::read(c.cpu());
+        int64_t bad = 0;
+        for (int64_t p = 0; p < 2; ++p)
+          for (int64_t i = 0; i < d.m; ++i)
+            for (int64_t j = 0; j < d.n; ++j) {
+              int64_t s = 0;
+              for (int64_t q = 0; q < d.k; ++q)
+                s += static_cast<int64_t>(A.v[(p * d.m + i) * d.k + q]) * static_cast<int64_t>(B.v[(p * d.k + q) * d.n + j]);
+              int64_t w = s;
+              if (r.dt == kInt8) w = static_cast<int8_t>(s);
+              if (r.dt == kUInt8) w = static_cast<uint8_t>(s);
+              if (r.dt == kInt32) w = static_cast<int32_t>(s);
+              if (static_cast<double>(w) != C.v[(p * d.m + i) * d.n + j]) ++bad;
+            }
+        CHECK(bad == 0);
+      }
+}
+
+// ------------------------------------------------------------------ conv2d ----
+
+namespace {
+
+struct ConvFns {
+  const char* name;
+  decltype(&cuda::conv2d_forward_native) forward;
+  decltype(&cuda::conv2d_backward_input_native) backward_input;
+  decltype(&cuda::conv2d_backward_weight_native) backward_weight;
+};
+
+// allowed[i] = rtol * |want[i]| + k * magnitude[i], as in test_nn_ops.cpp.
+std::string conv_diff(const Tensor& got_gpu, const Tensor& want64, const Tensor& magnitude, DType dt) {
+  const double k = dt == kFloat64 ? 1e-13 : dt == kFloat32 ? 1e-5 : dt == kFloat16 ? 1e-3 : 8e-3;
+  const ref::Tol tol = cuda_test::tol_for(dt);
+  const ref::Array w = ref::read(want64), m = ref::read(magnitude);
+  std::vector<double> allowed(w.v.size());
+  for (size_t i = 0; i < allowed.size(); ++i) allowed[i] = tol.atol + tol.rtol * std::fabs(w.v[i]) + k * m.v[i];
+  return ref::compare_within(got_gpu.cpu(), w, allowed);
+}
+
+}  // namespace
+
+TEST_CASE("conv2d native and cuDNN kernels match the CPU in float64", "[cuda][conv2d]") {
+  std::vector<ConvFns> impls = {{"native", &cuda::conv2d_forward_native, &cuda::conv2d_backward_input_native,
+                                 &cuda::conv2d_backward_weight_native}};
+  if (cuda::conv2d_have_cudnn())
+    impls.push_back({"cuDNN", &cuda::conv2d_forward_cudnn, &cuda::conv2d_backward_input_cudnn,
+                     &cuda::conv2d_backward_weight_cudnn});
+  else
+    WARN("this build has no cuDNN: only the native convolution is tested");
+  struct Case {
+    Conv2dShape s;
+  };
+  auto shape = [](int64_t n, int64_t ci, int64_t h, int64_t w, int64_t co, int64_t kh, int64_t kw, int64_t sh,
+                  int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t g) {
+    Conv2dShape s;
+    s.n = n, s.c_in = ci, s.h = h, s.w = w, s.c_out = co, s.kh = kh, s.kw = kw;
+    s.stride_h = sh, s.stride_w = sw, s.pad_h = ph, s.pad_w = pw, s.dil_h = dh, s.dil_w = dw, s.groups = g;
+    return conv2d_set_output_size(s);
+  };
+  const std::vector<Conv2dShape> cases = {
+      shape(2, 4, 9, 11, 6, 3, 3, 1, 1, 0, 0, 1, 1, 1),   shape(2, 4, 9, 11, 6, 3, 3, 2, 1, 1, 2, 1, 1, 1),
+      shape(2, 4, 9, 11, 6, 3, 2, 1, 2, 2, 1, 2, 1, 1),   shape(2, 6, 8, 8, 9, 3, 3, 1, 1, 1, 1, 1, 1, 3),
+      shape(1, 8, 7, 7, 8, 3, 3, 2, 2, 1, 1, 1, 1, 8),    shape(3, 5, 6, 6, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1),
+      shape(16, 1, 28, 28, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1), shape(16, 6, 12, 12, 12, 5, 5, 1, 1, 0, 0, 1, 1, 1),
+      shape(4, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1), shape(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1),
+  };
+  std::mt19937_64 rng(44);
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
+    for (const Conv2dShape& s : cases)
+      for (const ConvFns& impl : impls) {
+        INFO(impl.name << " " << ref::str(dt) << " n " << s.n << " c_in " << s.c_in << " " << s.h << "x" << s.w
+                       << " c_out " << s.c_out << " kernel " << s.kh << "x" << s.kw << " stride " << s.stride_h << ","
+                       << s.stride_w << " pad " << s.pad_h << "," << s.pad_w << " dil " << s.dil_h << "," << s.dil_w
+                       << " groups " << s.groups);
+        const Shape xs{s.n, s.c_in, s.h, s.w}, ws{s.c_out, s.c_in / s.groups, s.kh, s.kw}, ys{s.n, s.c_out, s.h_out, s.w_out};
+        const Both x = cuda_test::random_both(xs, dt, Layout::contiguous, rng, -1, 1);
+        const Both w = cuda_test::random_both(ws, dt, Layout::contiguous, rng, -1, 1);
+        const Both b = cuda_test::random_both({s.c_out}, dt, Layout::contiguous, rng, -1, 1);
+        const Both gy = cuda_test::random_both(ys, dt, Layout::contiguous, rng, -1, 1);
+        const Pair st{s.stride_h, s.stride_w}, pd{s.pad_h, s.pad_w}, dl{s.dil_h, s.dil_w};
+        auto f64 = [](const Tensor& t) { return t.to(kFloat64); };
+        auto a64 = [](const Tensor& t) { return t.to(kFloat64).abs(); };
+
+        Tensor y = full(ys, NAN, {dt, kCuda});
+        impl.forward(dt, s, x.gpu.data_ptr(), w.gpu.data_ptr(), b.gpu.data_ptr(), y.data_ptr(), stream);
+        wait_for_gpu();
+        CHECK(conv_diff(y, conv2d(f64(x.cpu), f64(w.cpu), f64(b.cpu), st, pd, dl, s.groups),
+                        conv2d(a64(x.cpu), a64(w.cpu), a64(b.cpu), st, pd, dl, s.groups), dt) == "");
+        // Without bias.
+        impl.forward(dt, s, x.gpu.data_ptr(), w.gpu.data_ptr(), nullptr, y.data_ptr(), stream);
+        wait_for_gpu();
+        CHECK(conv_diff(y, conv2d(f64(x.cpu), f64(w.cpu), Tensor(), st, pd, dl, s.groups),
+                        conv2d(a64(x.cpu), a64(w.cpu), Tensor(), st, pd, dl, s.groups), dt) == "");
+
+        Tensor gx = full(xs, NAN, {dt, kCuda});
+        impl.backward_input(dt, s, gy.gpu.data_ptr(), w.gpu.data_ptr(), gx.data_ptr(), stream);
+        wait_for_gpu();
+        CHECK(conv_diff(gx, conv2d_backward_input(f64(gy.cpu), f64(w.cpu), xs, st, pd, dl, s.groups),
+                        conv2d_backward_input(a64(gy.cpu), a64(w.cpu), xs, st, pd, dl, s.groups), dt) == "");
+
+        Tensor gw = full(ws, NAN, {dt, kCuda}), gb = full({s.c_out}, NAN, {dt, kCuda});
+        impl.backward_weight(dt, s, gy.gpu.data_ptr(), x.gpu.data_ptr(), gw.data_ptr(), gb.data_ptr(), stream);
+        wait_for_gpu();
+        auto [rw, rb] = conv2d_backward_weight(f64(gy.cpu), f64(x.cpu), ws, st, pd, dl, s.groups, true);
+        auto [mw, mb] = conv2d_backward_weight(a64(gy.cpu), a64(x.cpu), ws, st, pd, dl, s.groups, true);
+        CHECK(conv_diff(gw, rw, mw, dt) == "");
+        CHECK(conv_diff(gb, rb, mb, dt) == "");
+        // grad_bias may be skipped.
+        impl.backward_weight(dt, s, gy.gpu.data_ptr(), x.gpu.data_ptr(), gw.data_ptr(), nullptr, stream);
+        wait_for_gpu();
+        CHECK(conv_diff(gw, rw, mw, dt) == "");
+      }
+}
