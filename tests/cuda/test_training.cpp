@@ -5,7 +5,7 @@
 // learnable and needs no data files. float32 on both devices (cuBLAS without TF32),
 // so the two loss curves differ only by rounding, which training amplifies slowly;
 // the bounds (docs/numerics.md, "CUDA against CPU") are 1e-3 relative for the first
-// 50 steps and 2e-2 after.
+// 50 steps and 2e-2 after (relative to max(loss, 0.1)).
 #include <cmath>
 
 #include "cuda/both.h"
@@ -66,7 +66,9 @@ void check_curves(const char* name, MakeOpt make_opt) {
   for (int s = 0; s < steps; ++s) {
     INFO(name << " step " << s << ": CPU loss " << lc[s] << ", CUDA loss " << lg[s]);
     REQUIRE(std::isfinite(lg[s]));
-    const double rel = std::fabs(lg[s] - lc[s]) / std::max(std::fabs(lc[s]), 1e-2);
+    // Relative to the loss, but never to less than 0.1: once a loss is tiny its
+    // rounding-driven differences are judged in absolute terms (2e-3 after step 50).
+    const double rel = std::fabs(lg[s] - lc[s]) / std::max(std::fabs(lc[s]), 0.1);
     if (s < 50) {
       worst_early = std::max(worst_early, rel);
       CHECK(rel < 1e-3);
