@@ -2,6 +2,9 @@
 // peer and its measured floor, and optionally writes the records as JSON.
 //   ember-bench --suite gemm --json out.json --threads 2
 //   ember-bench --list
+//   ember-bench --device cuda --json gpu.json     (every cuda_* suite)
+// The CUDA suites are named cuda_*; they are built only with the CUDA backend and
+// run only with --device cuda (a cuda_* name given alone implies it).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +19,11 @@
 #include "bench/harness.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/gemm.h"
+#include "ember_config.h"
+#if EMBER_HAVE_CUDA
+#include "bench/cuda_floors.h"
+#include "bench/cuda_harness.h"
+#endif
 
 namespace {
 
@@ -38,6 +46,22 @@ nlohmann::ordered_json to_json(const std::vector<Record>& records) {
   }
   return out;
 }
+
+constexpr const char* kDeviceHelp = R"(Devices:
+  --device cpu (the default) runs the CPU suites; --suite is required ('all' runs
+  every CPU suite).
+  --device cuda runs the CUDA suites, whose names start with cuda_: cuda_memory
+  (copy floor, elementwise, conversion, sums), cuda_softmax, cuda_gemm (native vs
+  cuBLAS), cuda_conv (native vs cuDNN), cuda_train (one epoch, CUDA vs CPU). Without
+  --suite (or with 'all') it runs all of them, on the current device (set
+  CUDA_VISIBLE_DEVICES to choose). Naming a cuda_* suite implies --device cuda.
+  CUDA floors (measured at the start of the run): a 256 MiB device-to-device copy
+  (GB/s, read + write), a float32 FMA loop (TFLOP/s) and cuBLAS at 8192^3 per dtype.
+  An ember-bench built without CUDA, or a machine with no usable GPU, makes
+  --device cuda exit with status 1 and a one-line reason.
+)";
+
+bool is_cuda_suite(const std::string& name) { return name.rfind("cuda_", 0) == 0; }
 
 // Writes next to the destination, flushes to disk, then renames over it, so that a
 // reader sees the old file or the whole new one, never half of one.
@@ -77,9 +101,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", opt.threads, "CPU threads for Ember, the peers and the floors")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--device", opt.device, "device to benchmark")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  CLI::Option* device_opt =
+      app.add_option("--device", opt.device, "device to benchmark: cpu, or cuda for the cuda_* suites")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.footer(kDeviceHelp);
   app.add_flag("--list", list, "list the suites and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -88,15 +114,40 @@ int main(int argc, char** argv) {
     for (const auto& s : all) std::printf("%s\n", s.name.c_str());
     return 0;
   }
+  // A cuda_* suite named alone runs on CUDA; --device cuda alone runs them all.
+  if (device_opt->count() == 0 && is_cuda_suite(suite_name)) opt.device = "cuda";
+  const bool cuda = opt.device == "cuda";
+  if (cuda && suite_name.empty()) suite_name = "all";
+  if (cuda) {
+#if EMBER_HAVE_CUDA
+    std::string why;
+    if (!ember::bench::cuda_device_ready(&why)) {
+      std::fprintf(stderr, "ember-bench: --device cuda: no CUDA device to run on: %s\n", why.c_str());
+      return 1;
+    }
+#else
+    std::fprintf(stderr,
+                 "ember-bench: --device cuda: this ember-bench was built without the CUDA backend "
+                 "(Meson found no nvcc; configure with the toolkit's bin/ on PATH)\n");
+    return 1;
+#endif
+  }
   std::vector<ember::bench::Suite> chosen;
-  for (const auto& s : all)
-    if (suite_name == "all" || s.name == suite_name) chosen.push_back(s);
+  for (const auto& s : all) {
+    const bool match = suite_name == "all" ? is_cuda_suite(s.name) == cuda : s.name == suite_name;
+    if (match) chosen.push_back(s);
+  }
   if (chosen.empty()) {
     const std::string why =
         suite_name.empty() ? "--suite is required" : "no suite '" + suite_name + "'";
     std::fprintf(stderr, "ember-bench: %s; the suites are:", why.c_str());
     for (const auto& s : all) std::fprintf(stderr, " %s", s.name.c_str());
     std::fprintf(stderr, " (or all)\n");
+    return 2;
+  }
+  if (is_cuda_suite(chosen.front().name) != cuda) {
+    std::fprintf(stderr, "ember-bench: suite '%s' runs on %s, not with --device %s\n",
+                 chosen.front().name.c_str(), cuda ? "the CPU" : "CUDA", opt.device.c_str());
     return 2;
   }
 
@@ -109,10 +160,30 @@ int main(int argc, char** argv) {
                 ember::bench::fma_peak_isa(),
                 ember::bench::measured_copy_bandwidth_gbs(opt.threads));
   }
+#if EMBER_HAVE_CUDA
+  if (cuda) {
+    try {
+      ember::bench::print_cuda_environment();
+      std::printf("cuda floors: copy %.0f GB/s (256 MiB device to device, read + write), float32 FMA peak %.1f TFLOP/s\n",
+                  ember::bench::measured_cuda_copy_gbs(), ember::bench::measured_cuda_fma_peak_tflops());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ember-bench: measuring the CUDA floors failed: %s\n", e.what());
+      return 1;
+    }
+  }
+#endif
   std::fflush(stdout);
 
   ember::bench::Report report;
-  for (const auto& s : chosen) s.run(opt, report);
+  for (const auto& s : chosen) {
+    // A suite that throws (a CUDA error, a missing file) is recorded as a failure
+    // and the run goes on to the next suite.
+    try {
+      s.run(opt, report);
+    } catch (const std::exception& e) {
+      report.fail("suite " + s.name + ": " + e.what());
+    }
+  }
 
   if (!json_path.empty()) {
     std::string err;

@@ -1,0 +1,160 @@
+// The cuda_conv suite: 2-D convolution on device buffers, Ember's own kernels
+// (cuda::conv2d_*_native) against cuDNN (cuda::conv2d_*_cudnn), forward, backward
+// to the input and backward to the weight (and bias), in milliseconds per call
+// (lower is better), float32. Shapes: the seed network's two convolutions at batch
+// 1000 (1->6 5x5 on 28x28, 6->12 5x5 on 12x12) and one larger layer (64->64 3x3,
+// padding 1, on 56x56 at batch 32). The floor is the larger of the multiply-adds at
+// the measured FMA peak and the bytes (each operand read once, the result written
+// once) at the measured copy bandwidth. Each pass is first checked against the CPU
+// kernel (kernels/cpu/conv2d.h) on the same data.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "bench/cuda_floors.h"
+#include "bench/cuda_harness.h"
+#include "ember.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cuda/conv2d.h"
+#include "kernels/cuda/runtime.h"
+
+namespace ember::bench {
+namespace {
+
+struct Layer {
+  const char* name;
+  Conv2dShape s;
+};
+
+Conv2dShape shape(int64_t n, int64_t c_in, int64_t hw, int64_t c_out, int64_t k, int64_t pad) {
+  Conv2dShape s;
+  s.n = n, s.c_in = c_in, s.h = s.w = hw, s.c_out = c_out, s.kh = s.kw = k, s.pad_h = s.pad_w = pad;
+  return conv2d_set_output_size(s);
+}
+
+enum class Pass { forward, backward_input, backward_weight };
+const char* pass_name(Pass p) {
+  return p == Pass::forward ? "fwd" : p == Pass::backward_input ? "bwd input" : "bwd weight";
+}
+
+// The tensors one layer needs, on the device and (for the reference) on the CPU.
+struct Buffers {
+  Tensor x, w, bias, y, gy, gx, gw, gb;
+};
+
+Buffers make(const Conv2dShape& s, Device d) {
+  const TensorOptions o(kFloat32, d);
+  Buffers b;
+  b.x = randn({s.n, s.c_in, s.h, s.w}, o);
+  b.w = randn({s.c_out, s.c_in / s.groups, s.kh, s.kw}, o);
+  b.bias = randn({s.c_out}, o);
+  b.gy = randn({s.n, s.c_out, s.h_out, s.w_out}, o);
+  b.y = empty(b.gy.shape(), o);
+  b.gx = empty(b.x.shape(), o);
+  b.gw = empty(b.w.shape(), o);
+  b.gb = empty(b.bias.shape(), o);
+  return b;
+}
+
+// One pass through the native kernels (cudnn = false) or cuDNN, queued on Ember's stream.
+void call(Pass p, bool cudnn, const Conv2dShape& s, Buffers& b) {
+  cudaStream_t st = cuda::stream();
+  if (cudnn) {
+    if (p == Pass::forward)
+      cuda::conv2d_forward_cudnn(kFloat32, s, b.x.data_ptr(), b.w.data_ptr(), b.bias.data_ptr(), b.y.data_ptr(), st);
+    else if (p == Pass::backward_input)
+      cuda::conv2d_backward_input_cudnn(kFloat32, s, b.gy.data_ptr(), b.w.data_ptr(), b.gx.data_ptr(), st);
+    else
+      cuda::conv2d_backward_weight_cudnn(kFloat32, s, b.gy.data_ptr(), b.x.data_ptr(), b.gw.data_ptr(),
+                                         b.gb.data_ptr(), st);
+    return;
+  }
+  if (p == Pass::forward)
+    cuda::conv2d_forward_native(kFloat32, s, b.x.data_ptr(), b.w.data_ptr(), b.bias.data_ptr(), b.y.data_ptr(), st);
+  else if (p == Pass::backward_input)
+    cuda::conv2d_backward_input_native(kFloat32, s, b.gy.data_ptr(), b.w.data_ptr(), b.gx.data_ptr(), st);
+  else
+    cuda::conv2d_backward_weight_native(kFloat32, s, b.gy.data_ptr(), b.x.data_ptr(), b.gw.data_ptr(),
+                                        b.gb.data_ptr(), st);
+}
+
+// The pass's output(s) as one flat tensor (weight and bias gradients joined), for checks.
+Tensor result(Pass p, const Buffers& b) {
+  if (p == Pass::forward) return b.y.flatten();
+  if (p == Pass::backward_input) return b.gx.flatten();
+  return cat({b.gw.flatten().cpu(), b.gb.cpu()});
+}
+
+// The same pass by the CPU kernel on copies of the device inputs.
+Tensor cpu_reference(Pass p, const Conv2dShape& s, const Buffers& d) {
+  Buffers h{d.x.cpu(), d.w.cpu(), d.bias.cpu(), empty(d.y.shape()), d.gy.cpu(),
+            empty(d.gx.shape()), empty(d.gw.shape()), empty(d.gb.shape())};
+  if (p == Pass::forward)
+    cpu::conv2d_forward(kFloat32, s, h.x.data_ptr(), h.w.data_ptr(), h.bias.data_ptr(), h.y.data_ptr());
+  else if (p == Pass::backward_input)
+    cpu::conv2d_backward_input(kFloat32, s, h.gy.data_ptr(), h.w.data_ptr(), h.gx.data_ptr());
+  else
+    cpu::conv2d_backward_weight(kFloat32, s, h.gy.data_ptr(), h.x.data_ptr(), h.gw.data_ptr(), h.gb.data_ptr());
+  return result(p, h);
+}
+
+double floor_ms(Pass p, const Conv2dShape& s) {
+  const double macs = double(s.n) * s.c_out * s.h_out * s.w_out * (s.c_in / s.groups) * s.kh * s.kw;
+  const double x = 4.0 * s.n * s.c_in * s.h * s.w, y = 4.0 * s.n * s.c_out * s.h_out * s.w_out,
+               w = 4.0 * s.c_out * (s.c_in / s.groups) * s.kh * s.kw;
+  const double bytes = p == Pass::forward ? x + w + y : p == Pass::backward_input ? y + w + x : y + x + w;
+  const double compute_s = 2 * macs / (measured_cuda_fma_peak_tflops() * 1e12);
+  const double memory_s = bytes / (measured_cuda_copy_gbs() * 1e9);
+  return 1e3 * std::max(compute_s, memory_s);
+}
+
+void run(const Options& opt, Report& report) {
+  set_num_threads(opt.threads);
+  manual_seed(14);
+  const bool have_cudnn = cuda::conv2d_have_cudnn();
+  if (have_cudnn)
+    std::printf("cuda_conv: ember = cuda::conv2d_*_native, peer = cuda::conv2d_*_cudnn; ms per call, lower is "
+                "better (ember/peer > 1: slower than cuDNN; ember/floor: times the floor)\n");
+  else
+    std::printf("cuda_conv: ember = cuda::conv2d_*_native; peer: none (built without cuDNN); ms per call\n");
+  const Layer layers[] = {{"1->6 5x5 28x28 b=1000", shape(1000, 1, 28, 6, 5, 0)},
+                          {"6->12 5x5 12x12 b=1000", shape(1000, 6, 12, 12, 5, 0)},
+                          {"64->64 3x3 56x56 b=32", shape(32, 64, 56, 64, 3, 1)}};
+  for (const Layer& l : layers) {
+    cuda_case(report, std::string("cuda_conv ") + l.name, [&] {
+      Buffers b = make(l.s, Device("cuda"));
+      for (Pass p : {Pass::forward, Pass::backward_input, Pass::backward_weight}) {
+        const std::string name = std::string(l.name) + " " + pass_name(p);
+        cuda_case(report, "cuda_conv " + name, [&] {
+          const Tensor want = cpu_reference(p, l.s, b);
+          call(p, false, l.s, b);
+          // The weight gradient sums over batch and space (576,000 terms for conv1), so
+          // the summation order shows more there.
+          check_close(report, "conv " + name + " native vs CPU", result(p, b), want,
+                      p == Pass::backward_weight ? 1e-3 : 1e-4);
+          if (have_cudnn) {
+            call(p, true, l.s, b);
+            // cuDNN may pick TF32 tensor-core algorithms for float32 (10-bit mantissa).
+            check_close(report, "conv " + name + " cuDNN vs CPU", result(p, b), want, 5e-3);
+          }
+          Record r;
+          r.suite = "cuda_conv";
+          r.case_name = name;
+          r.unit = "ms (lower is better)";
+          r.ember = cuda_measure([&] { call(p, false, l.s, b); }).median_ms;
+          if (have_cudnn) {
+            r.peer_name = "cudnn";
+            r.peer = cuda_measure([&] { call(p, true, l.s, b); }).median_ms;
+          }
+          r.floor = floor_ms(p, l.s);
+          report.add(std::move(r));
+        });
+      }
+    });
+  }
+}
+
+}  // namespace
+}  // namespace ember::bench
+
+EMBER_BENCH_SUITE(cuda_conv, ember::bench::run);

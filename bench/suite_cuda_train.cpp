@@ -1,0 +1,186 @@
+// The cuda_train suite: one epoch of the seed network (nn::Network) at batch 1000,
+// Adam(lr=0.01), cross-entropy, on CUDA against the same epoch on the CPU (with
+// --threads threads), in seconds per epoch, and the speedup. The loop is the one
+// bench/suite_train.cpp times: a shuffled DataLoader on the calling thread, and
+// loss.item() read every step as a logging loop does (on CUDA that synchronizes
+// every step, as it does in PyTorch); each CUDA batch is copied to the device
+// inside the timed loop. Images: FashionMNIST where it is installed (the epoch must
+// then learn: mean loss under ln 10, test accuracy over 0.5, measured on the CPU
+// after the epoch), else random images and labels of the same shape (then only a
+// finite loss is required). The floor is the epoch's FLOPs at the measured SIMT
+// FMA peak.
+//
+// Mixed precision: Ember has no autocast yet. When it does, the AMP column is one
+// more epoch_seconds() run with the network under autocast (a third Record, "epoch
+// b=1000 amp", beside this one); until then nothing is reported for it.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "bench/cuda_floors.h"
+#include "bench/cuda_harness.h"
+#include "ember.h"
+#include "nn/data/dataloader.h"
+#include "nn/data/fashion_mnist.h"
+#include "nn/nn.h"
+#include "tensor/cuda.h"
+
+namespace ember::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int64_t kBatch = 1000;
+constexpr int kWarmupBatches = 5;
+
+// The seed network's multiply-adds per image (as bench/suite_train.cpp counts
+// them): forward, weight gradients, and input gradients of all layers but conv1.
+constexpr double kForwardMacs = 6.0 * 24 * 24 * 25 + 12.0 * 8 * 8 * 150 + 192.0 * 120 + 120.0 * 60 + 60.0 * 10;
+constexpr double kTrainFlopsPerImage = 2 * (2 * kForwardMacs + (kForwardMacs - 6.0 * 24 * 24 * 25));
+
+struct Data {
+  Tensor images, labels;            // training set, CPU
+  std::optional<data::FashionMNIST> test;  // only with the real data set
+};
+
+Data load() {
+  Data d;
+  try {
+    data::FashionMNIST train(data::FashionMNIST::kDefaultRoot, true);
+    d.test.emplace(data::FashionMNIST::kDefaultRoot, false);
+    d.images = train.images();
+    d.labels = train.labels();
+    std::printf("cuda_train: FashionMNIST from %s, %lld training images\n", data::FashionMNIST::kDefaultRoot,
+                static_cast<long long>(d.images.size(0)));
+  } catch (const std::exception& e) {
+    d.test.reset();
+    manual_seed(5);
+    d.images = rand({60000, 1, 28, 28});
+    d.labels = (rand({60000}) * 10).to(kInt64);  // uniform over 0..9
+    std::printf("cuda_train: no FashionMNIST (%s); random images and labels of the same shape\n", e.what());
+  }
+  return d;
+}
+
+struct Epoch {
+  double seconds = 0, mean_loss = 0;
+  std::optional<double> accuracy;
+};
+
+// One pass of the loader on `device`; stops after max_batches when positive.
+double train_pass(nn::Network& net, nn::optim::Optimizer& opt, const data::DataLoader& loader, const Device& device,
+                  int max_batches = 0) {
+  double loss_sum = 0;
+  int batches = 0;
+  for (data::Batch& batch : loader.epoch(0)) {
+    if (max_batches > 0 && batches >= max_batches) break;
+    Tensor x = batch.inputs, y = batch.targets;
+    if (device.is_cuda()) x = x.to(device), y = y.to(device);
+    Tensor loss = nn::functional::cross_entropy(net(x), y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    loss_sum += loss.item<double>();
+    ++batches;
+  }
+  return batches ? loss_sum / batches : 0;
+}
+
+double test_accuracy(nn::Network& net, const data::FashionMNIST& test_set) {
+  NoGradGuard no_grad;
+  net.eval();
+  int64_t correct = 0;
+  for (int64_t start = 0; start < test_set.size(); start += 1000) {
+    const int64_t len = std::min<int64_t>(1000, test_set.size() - start);
+    Tensor logits = net(test_set.images().narrow(0, start, len));
+    correct += (logits.argmax(1) == test_set.labels().narrow(0, start, len)).sum().item<int64_t>();
+  }
+  net.train();
+  return double(correct) / double(test_set.size());
+}
+
+// A warm-up on a throw-away model (kernel modules, cuBLAS/cuDNN handles, the
+// caching allocator's blocks), then a fresh model's first epoch, timed.
+Epoch epoch_seconds(const Data& d, const Device& device) {
+  const data::DataLoader::Options options{.batch_size = kBatch, .shuffle = true, .seed = 0};
+  data::DataLoader loader(d.images, d.labels, options);
+  {
+    manual_seed(1);
+    auto warm = std::make_shared<nn::Network>();
+    warm->to(device);
+    nn::optim::Adam warm_opt(warm->parameters(), 0.01);
+    train_pass(*warm, warm_opt, loader, device, kWarmupBatches);
+  }
+  if (device.is_cuda()) cuda::synchronize();
+  manual_seed(0);
+  auto net = std::make_shared<nn::Network>();  // shared_ptr-owned (Module uses shared_from_this)
+  net->to(device);
+  nn::optim::Adam opt(net->parameters(), 0.01);
+  Epoch e;
+  const auto t0 = Clock::now();
+  e.mean_loss = train_pass(*net, opt, loader, device);
+  if (device.is_cuda()) cuda::synchronize();
+  e.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (d.test) {
+    net->to(kCPU);
+    e.accuracy = test_accuracy(*net, *d.test);
+  }
+  return e;
+}
+
+void check(Report& report, const Data& d, const char* where, const Epoch& e) {
+  std::printf("  %-5s b=%lld %7.3f s/epoch  mean loss %.4f", where, static_cast<long long>(kBatch), e.seconds,
+              e.mean_loss);
+  if (e.accuracy) std::printf("  test accuracy %.4f", *e.accuracy);
+  std::printf("\n");
+  std::fflush(stdout);
+  const bool learned = !d.test || (e.mean_loss < std::log(10.0) && e.accuracy && *e.accuracy > 0.5);
+  if (!std::isfinite(e.mean_loss) || !learned)
+    report.fail(std::string("cuda_train ") + where + ": the epoch did not learn (mean loss " +
+                std::to_string(e.mean_loss) + ")");
+}
+
+void run(const Options& opt, Report& report) {
+  set_num_threads(opt.threads);
+  const Data d = load();
+  std::printf("cuda_train: seed network, batch %lld, Adam lr 0.01, cross-entropy, loss.item() every step; "
+              "CPU epoch on %d threads\n",
+              static_cast<long long>(kBatch), opt.threads);
+  std::fflush(stdout);
+  std::optional<Epoch> gpu, cpu;
+  cuda_case(report, "cuda_train cuda epoch", [&] {
+    gpu = epoch_seconds(d, Device("cuda"));
+    check(report, d, "cuda", *gpu);
+  });
+  cuda_case(report, "cuda_train cpu epoch", [&] {
+    cpu = epoch_seconds(d, kCPU);
+    check(report, d, "cpu", *cpu);
+  });
+  if (!gpu) return;
+
+  const std::string cpu_name = "ember-cpu-" + std::to_string(opt.threads) + "t";
+  Record r;
+  r.suite = "cuda_train";
+  r.case_name = "epoch b=" + std::to_string(kBatch);
+  r.unit = "s/epoch (lower is better)";
+  r.ember = gpu->seconds;
+  r.peer_name = cpu_name;
+  if (cpu) r.peer = cpu->seconds;
+  r.floor = kTrainFlopsPerImage * double(d.images.size(0)) / (measured_cuda_fma_peak_tflops() * 1e12);
+  report.add(std::move(r));
+  if (cpu) {
+    Record s;
+    s.suite = "cuda_train";
+    s.case_name = "speedup b=" + std::to_string(kBatch);
+    s.unit = "x (CPU s / CUDA s)";
+    s.ember = cpu->seconds / gpu->seconds;
+    report.add(std::move(s));
+  }
+}
+
+}  // namespace
+}  // namespace ember::bench
+
+EMBER_BENCH_SUITE(cuda_train, ember::bench::run);
