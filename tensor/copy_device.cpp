@@ -6,6 +6,7 @@
 
 #include "tensor/backend.h"
 #include "tensor/checks.h"
+#include "tensor/graph.h"
 #include "tensor/ops.h"
 
 #if EMBER_HAVE_CUDA
