@@ -8,7 +8,8 @@
 // then learn: mean loss under ln 10, test accuracy over 0.5, measured on the CPU
 // after the epoch), else random images and labels of the same shape (then only a
 // finite loss is required). The floor is the epoch's FLOPs at the measured SIMT
-// FMA peak.
+// FMA peak. Times are reported in ms per epoch (the table prints peers and floors
+// to one decimal).
 //
 // Mixed precision: Ember has no autocast yet. When it does, the AMP column is one
 // more epoch_seconds() run with the network under autocast (a third Record, "epoch
@@ -164,11 +165,11 @@ void run(const Options& opt, Report& report) {
   Record r;
   r.suite = "cuda_train";
   r.case_name = "epoch b=" + std::to_string(kBatch);
-  r.unit = "s/epoch (lower is better)";
-  r.ember = gpu->seconds;
+  r.unit = "ms/epoch (lower is better)";
+  r.ember = 1e3 * gpu->seconds;
   r.peer_name = cpu_name;
-  if (cpu) r.peer = cpu->seconds;
-  r.floor = kTrainFlopsPerImage * double(d.images.size(0)) / (measured_cuda_fma_peak_tflops() * 1e12);
+  if (cpu) r.peer = 1e3 * cpu->seconds;
+  r.floor = 1e3 * kTrainFlopsPerImage * double(d.images.size(0)) / (measured_cuda_fma_peak_tflops() * 1e12);
   report.add(std::move(r));
   if (cpu) {
     Record s;
