@@ -19,6 +19,7 @@ constexpr size_t kChunk = size_t(16) << 20;  // per staging buffer; big enough t
 struct Entry {
   size_t size;
   cudaEvent_t ready;  // recorded after the last copy that used the buffer
+  int device;         // the device `ready` was created on
 };
 
 struct Cache {
@@ -57,7 +58,8 @@ void* pinned_acquire(size_t nbytes) {
   }
   void* p = nullptr;
   EMBER_CUDA_CHECK(cudaHostAlloc(&p, want, cudaHostAllocDefault));
-  Entry e{want, nullptr};
+  Entry e{want, nullptr, 0};
+  EMBER_CUDA_CHECK(cudaGetDevice(&e.device));
   EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e.ready, cudaEventDisableTiming));
   std::lock_guard<std::mutex> lock(c.mutex);
   c.all[p] = e;
@@ -69,7 +71,21 @@ void pinned_release(void* ptr, cudaStream_t stream) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   Entry& e = c.all.at(ptr);
-  if (stream) EMBER_CUDA_CHECK(cudaEventRecord(e.ready, stream));
+  if (stream) {
+    // An event can only be recorded on a stream of its own device, and a buffer
+    // may come back from a copy to another GPU: then the event is made anew on the
+    // current device (the caller's, that of `stream`). The old one has completed:
+    // pinned_acquire hands out only buffers whose event has.
+    int device = 0;
+    EMBER_CUDA_CHECK(cudaGetDevice(&device));
+    if (device != e.device) {
+      cudaEventDestroy(e.ready);
+      e.ready = nullptr;
+      EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e.ready, cudaEventDisableTiming));
+      e.device = device;
+    }
+    EMBER_CUDA_CHECK(cudaEventRecord(e.ready, stream));
+  }
   c.free.emplace(e.size, ptr);
 }
 

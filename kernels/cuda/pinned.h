@@ -14,6 +14,7 @@ namespace ember::cuda {
 void* pinned_acquire(size_t nbytes);
 // Returns a buffer to the cache once the work queued so far on `stream` is done
 // (an event recorded now guards its reuse). stream nullptr: free for reuse at once.
+// `stream` must belong to the current device.
 void pinned_release(void* ptr, cudaStream_t stream);
 
 // Copies between host and device memory on `stream` through a pinned buffer.
