@@ -21,7 +21,14 @@ Backend backend_of(const char* op, const Tensor& t) {
 }
 
 #if EMBER_HAVE_CUDA
-cudaStream_t stream_of(const Tensor& t) { return cuda::stream(t.device().index()); }
+// Kernels launch on the current device, and grid sizes and scratch memory come from
+// it too, so the tensor's device is made current first (and stays current, as a
+// CUDA program would leave it: one cudaGetDevice when it already is).
+cudaStream_t stream_of(const Tensor& t) {
+  const int d = t.device().index();
+  if (d >= 0 && cuda::current_device_index() != d) cuda::set_device_index(d);
+  return cuda::stream(d);
+}
 #endif
 
 }  // namespace ember

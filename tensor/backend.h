@@ -27,7 +27,8 @@ enum class Backend { CPU, CUDA, None };
 Backend backend_of(const char* op, const Tensor& t);
 
 #if EMBER_HAVE_CUDA
-// Ember's stream on t's device (every op on that device is queued on it, in order).
+// Ember's stream on t's device (every op on that device is queued on it, in order);
+// makes t's device the calling thread's current device, where kernels launch.
 cudaStream_t stream_of(const Tensor& t);
 #endif
 
