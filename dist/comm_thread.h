@@ -34,10 +34,14 @@ class Watchdog {
   // Cheap enough to call in a polling loop: it reads the clock, and looks at the
   // peers only every 20 ms.
   void poll();
-  // Yields the core a little more the longer the wait has lasted: spin, then
-  // sched_yield, then short sleeps, so a waiting thread leaves the CPU to compute.
+  // Yields the core a little more the longer the wait for the peers has lasted:
+  // spin, then sched_yield, then short sleeps, so a waiting thread leaves the CPU
+  // to compute. During the transfer it only spins and yields (see comm_thread.cpp).
   void pause();
-  void set_all_arrived() { all_arrived_ = true; }
+  void set_all_arrived() {
+    all_arrived_ = true;
+    pauses_ = 0;
+  }
 
  private:
   [[noreturn]] void timed_out() const;

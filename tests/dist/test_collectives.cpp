@@ -48,7 +48,10 @@ TEST_CASE("the launcher's rank and world size", "[dist]") {
 
 TEST_CASE("all_reduce sum, max and avg for every dtype", "[dist]") {
   const int rank = dist::get_rank(), world = dist::get_world_size();
-  const int64_t n = 37;
+  // 37 elements take MPI_Iallreduce; 300001 (over 256 KB in every dtype, an odd
+  // count so the chunks differ in size) take the ring of point-to-point messages.
+  const int64_t n = GENERATE(37, 300001);
+  CAPTURE(n);
   for (DType dt : kAllDTypes) {
     CAPTURE(dtype_name(dt));
     std::vector<dist::ReduceOp> ops{dist::ReduceOp::Sum, dist::ReduceOp::Max};
