@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "dist/dist.h"
 #include "ember.h"
 #include "nn/data/fashion_mnist.h"
 #include "results.h"
@@ -35,10 +36,21 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--train-limit", options.train_limit, "train on the first N images only (0: all)");
   app.add_flag("--quiet", quiet, "no progress bars");
+  app.add_flag("--ddp", options.ddp, "data-parallel over MPI ranks: mpirun -np N train_fashion_mnist --ddp");
   CLI11_PARSE(app, argc, argv);
   options.progress = !quiet;
 
   try {
+    if (options.ddp) {
+#if EMBER_HAVE_MPI
+      ember::dist::init_process_group(ember::dist::Backend::MPI);
+      // Rank 0 alone prints; the others only train.
+      if (ember::dist::get_rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+        throw ember::ValueError("--ddp: cannot silence rank " + std::to_string(ember::dist::get_rank()));
+#else
+      throw ember::DistError("--ddp needs Ember built with MPI");
+#endif
+    }
     ember::set_num_threads(threads);
     for (auto& d : devices) {
       if (d == "auto") d = "cpu";  // CUDA arrives with the CUDA backend; cuda::is_available() then decides

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
+#include "dist/dist.h"
 #include "ember.h"
 #include "nn/data/dataloader.h"
 #include "nn/nn.h"
@@ -45,6 +47,17 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
   manual_seed(options.seed);
   auto net = std::make_shared<nn::Network>();
   net->to(device);
+  std::shared_ptr<nn::Module> model = net;
+  int rank = 0, world = 1;
+#if EMBER_HAVE_MPI
+  if (options.ddp) {
+    rank = dist::get_rank();
+    world = dist::get_world_size();
+    model = std::make_shared<dist::DistributedDataParallel>(net);  // rank 0's initial values everywhere
+  }
+#endif
+  if (config.batch_size % world != 0)
+    throw ValueError("--batch-size must be a multiple of the number of ranks with --ddp");
   std::unique_ptr<nn::optim::Optimizer> opt;
   if (config.optimizer == "sgd")
     opt = std::make_unique<nn::optim::SGD>(net->parameters(), config.lr, nn::optim::SGDOptions{.momentum = 0.9});
@@ -57,11 +70,14 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
     labels = labels.narrow(0, 0, options.train_limit).contiguous();
   }
   data::DataLoader loader(images, labels,
-                          {.batch_size = config.batch_size, .shuffle = true, .seed = options.seed,
-                           .num_workers = config.num_workers});
+                          {.batch_size = config.batch_size / world, .shuffle = true, .seed = options.seed,
+                           .num_workers = config.num_workers, .num_replicas = world, .rank = rank});
   const std::string run_dir = options.out_dir + "/run-" + std::to_string(config.run);
-  std::filesystem::create_directories(run_dir);
-  serialize::SummaryWriter writer(run_dir + "/tensorboard");
+  std::optional<serialize::SummaryWriter> writer;  // rank 0 alone writes files
+  if (rank == 0) {
+    std::filesystem::create_directories(run_dir);
+    writer.emplace(run_dir + "/tensorboard");
+  }
 
   std::vector<EpochResult> results;
   const auto run_start = Clock::now();
@@ -69,12 +85,12 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
     const auto epoch_start = Clock::now();
     char label[64];
     std::snprintf(label, sizeof label, "run %d epoch %d/%d", config.run, epoch, options.epochs);
-    ProgressBar bar(label, loader.size(), options.progress);
+    ProgressBar bar(label, loader.size(), options.progress && rank == 0);
     double loss_sum = 0;
     int64_t batches = 0;
     for (auto& batch : loader.epoch(epoch - 1)) {
       Tensor x = batch.inputs.to(device), y = batch.targets.to(device);
-      Tensor loss = nn::functional::cross_entropy((*net)(x), y);
+      Tensor loss = nn::functional::cross_entropy((*model)(x), y);
       opt->zero_grad();
       loss.backward();
       opt->step();
@@ -88,15 +104,25 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
     r.run = config.run;
     r.epoch = epoch;
     r.loss = batches ? loss_sum / static_cast<double>(batches) : 0;
+#if EMBER_HAVE_MPI
+    if (options.ddp) {  // the mean over the ranks' shards
+      Tensor l = full({1}, r.loss, {kFloat64});
+      dist::all_reduce(l, dist::ReduceOp::Avg);
+      r.loss = l.item<double>();
+    }
+#endif
     r.epoch_duration = seconds_since(epoch_start);
-    r.accuracy = test_accuracy(*net, test_set, device);
+    r.accuracy = rank == 0 ? test_accuracy(*net, test_set, device) : 0;
     r.run_duration = seconds_since(run_start);
     r.config = config;
-    writer.add_scalar("loss", r.loss, epoch);
-    writer.add_scalar("accuracy", r.accuracy, epoch);
+    if (writer) {
+      writer->add_scalar("loss", r.loss, epoch);
+      writer->add_scalar("accuracy", r.accuracy, epoch);
+    }
     results.push_back(r);
   }
-  writer.close();
+  if (rank != 0) return results;
+  writer->close();
   serialize::save_safetensors(net->state_dict(), run_dir + "/model.safetensors",
                               {{"network", "seed FashionMNIST CNN"}, {"epochs", std::to_string(options.epochs)}});
   return results;

@@ -17,6 +17,10 @@ struct TrainOptions {
   std::string out_dir = "runs";
   int64_t train_limit = 0;  // use only the first N training images (0: all)
   bool progress = true;
+  // Data-parallel over the MPI ranks (mpirun -np N ... --ddp): each rank trains on
+  // its shard with batch_size / N, DDP averages the gradients; rank 0 alone
+  // evaluates and writes files.
+  bool ddp = false;
 };
 
 std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& options,
