@@ -17,6 +17,8 @@ struct TrainOptions {
   std::string out_dir = "runs";
   int64_t train_limit = 0;  // use only the first N training images (0: all)
   bool progress = true;
+  std::string amp;    // "" (float32), "fp16" or "bf16": autocast + GradScaler (docs/amp.md)
+  bool half = false;  // after training, also evaluate the model in float16 and compare
 };
 
 std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& options,
