@@ -88,6 +88,8 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
   // Disabled (a pass-through) without --amp.
   nn::amp::GradScaler scaler(nn::amp::GradScalerOptions{.enabled = !options.amp.empty()});
 
+  int64_t skipped_steps = 0;
+
   std::vector<EpochResult> results;
   const auto run_start = Clock::now();
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
@@ -107,7 +109,7 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
       }
       opt->zero_grad();
       scaler.scale(loss).backward();
-      scaler.step(*opt);
+      skipped_steps += !scaler.step(*opt);  // skipped when a gradient overflowed (fp16)
       scaler.update();
       const double l = loss.item<double>();
       loss_sum += l;
@@ -128,6 +130,9 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
     results.push_back(r);
   }
   writer.close();
+  if (!options.amp.empty())
+    std::printf("amp %s: %lld steps skipped for inf/NaN gradients, final loss scale %g\n", options.amp.c_str(),
+                static_cast<long long>(skipped_steps), scaler.get_scale());
   if (options.half) report_half_inference(*net, test_set, device);
   serialize::save_safetensors(net->state_dict(), run_dir + "/model.safetensors",
                               {{"network", "seed FashionMNIST CNN"}, {"epochs", std::to_string(options.epochs)}});

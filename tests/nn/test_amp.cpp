@@ -413,6 +413,23 @@ TEST_CASE("GradScaler: calls out of order raise the documented errors", "[amp][s
   }
   CHECK_THROWS_WITH(GradScaler(GradScalerOptions{.growth_factor = 1.0}), "The growth factor must be > 1.0.");
   CHECK_THROWS_WITH(GradScaler(GradScalerOptions{.backoff_factor = 1.0}), "The backoff factor must be < 1.0.");
+  CHECK_THROWS_WITH(GradScaler(GradScalerOptions{.growth_interval = 0}),
+                    "The growth interval must be a positive integer.");
+  {
+    nn::Linear f64(2, 1);
+    f64.float64();
+    nn::optim::SGD opt64(f64.parameters(), 0.1);
+    GradScaler s;
+    s.scale(f64(ones({1, 2}, kFloat64)).sum()).backward();
+    CHECK_THROWS_WITH(s.unscale_(opt64), "GradScaler.unscale_: gradients must be float32 or bfloat16, got float64");
+  }
+  {
+    GradScaler s;
+    nn::StateDict sd = GradScaler(GradScalerOptions{.init_scale = 8}).state_dict();
+    sd.pop_back();
+    CHECK_THROWS_WITH(s.load_state_dict(sd), "GradScaler.load_state_dict: missing key '_growth_tracker'");
+    CHECK(s.get_scale() == 65536.0);  // nothing loaded
+  }
   CHECK_THROWS_WITH(GradScaler().load_state_dict({}),
                     "The source state dict is empty, possibly because it was saved from a disabled instance of "
                     "GradScaler.");
