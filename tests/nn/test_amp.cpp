@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -101,6 +102,25 @@ TEST_CASE("autocast: regions nest, can be disabled inside, and restore the outer
   }
   CHECK_FALSE(nn::amp::is_autocast_enabled(DeviceType::CPU));
   CHECK(matmul(a, a).dtype() == kFloat32);
+}
+
+TEST_CASE("autocast: the state is per thread, so a replica's forward enters its own region", "[amp][autocast]") {
+  // DataParallel runs each replica's forward on a worker thread: the caller's region
+  // does not reach it, and a guard inside the forward (as the seed documents write it) does.
+  Tensor a = rand({3, 3});
+  DType outside = kFloat64, inside = kFloat64;
+  {
+    AutocastGuard autocast(DeviceType::CPU);
+    std::thread worker([&] {
+      outside = matmul(a, a).dtype();
+      AutocastGuard replica(DeviceType::CPU, kFloat16);
+      inside = matmul(a, a).dtype();
+    });
+    worker.join();
+    CHECK(matmul(a, a).dtype() == kBFloat16);  // the worker's guard did not touch this thread
+  }
+  CHECK(outside == kFloat32);
+  CHECK(inside == kFloat16);
 }
 
 TEST_CASE("autocast: guard arguments are checked before any state changes", "[amp][autocast]") {
