@@ -78,7 +78,8 @@ void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (auto r = autocast::run(autocast::Policy::lower, [](const Tensor& x, const Tensor& y) { return matmul(x, y); }, a, b))
+  if (auto r = autocast::run(autocast::Policy::lower,
+                             [](const Tensor& x, const Tensor& y) { return matmul(x, y); }, a, b))
     return *r;
   check_same_device(a, b);
   if (a.dim() == 0 || b.dim() == 0)

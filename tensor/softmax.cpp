@@ -10,7 +10,9 @@ namespace ember {
 namespace {
 
 Tensor softmax_impl(const char* name, const Tensor& a, int64_t dim, bool log) {
-  if (auto r = autocast::run(autocast::Policy::fp32, [&](const Tensor& x) { return softmax_impl(name, x, dim, log); }, a)) return *r;
+  if (auto r = autocast::run(autocast::Policy::fp32,
+                             [&](const Tensor& x) { return softmax_impl(name, x, dim, log); }, a))
+    return *r;
   const int64_t d = wrap_dim(dim, a.dim());
   if (!is_floating(a.dtype()))
     throw DTypeError(msg(name, "(): expected a floating point tensor but got dtype ", a.dtype()));
