@@ -7,6 +7,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/ops.h"
 
@@ -37,6 +38,7 @@ void accumulate(Node& node, Tensor g) {
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph) {
   NoGradGuard no_grad;
+  autocast::SuspendGuard no_autocast;  // each backward rule runs in the dtype its forward used
   struct Later {
     bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
   };

@@ -32,6 +32,13 @@ void run(const Options& opt, Report& report) {
   Tensor h = a.to(kFloat16), hb = b.to(kFloat16);
   report_bandwidth(report, opt, "elementwise", "add a+b 16M f16", 3 * 2.0 * n, [&] { Tensor c = h + hb; });
   report_bandwidth(report, opt, "elementwise", "to(float16) 16M f32", 6.0 * n, [&] { Tensor c = a.to(kFloat16); });
+  // Half precision (docs/amp.md): vector conversions around float32 math.
+  report_bandwidth(report, opt, "elementwise", "to(float32) 16M f16", 6.0 * n, [&] { Tensor c = h.to(kFloat32); });
+  report_bandwidth(report, opt, "elementwise", "relu 16M f16", 4.0 * n, [&] { Tensor c = h.relu(); });
+  report_bandwidth(report, opt, "elementwise", "exp 16M f16", 4.0 * n, [&] { Tensor c = h.exp(); });
+  Tensor g = a.to(kBFloat16), gb = b.to(kBFloat16);
+  report_bandwidth(report, opt, "elementwise", "add a+b 16M bf16", 3 * 2.0 * n, [&] { Tensor c = g + gb; });
+  report_bandwidth(report, opt, "elementwise", "to(bfloat16) 16M f32", 6.0 * n, [&] { Tensor c = a.to(kBFloat16); });
 }
 
 }  // namespace

@@ -21,6 +21,9 @@ void run(const Options& opt, Report& report) {
   report_bandwidth(report, opt, "reduce", "var all 16M f32 (two passes)", 2 * bytes, [&] { Tensor s = a.var(); });
   report_bandwidth(report, opt, "reduce", "max dim 1 with indices", bytes, [&] { auto r = m.max(1); });
   report_bandwidth(report, opt, "reduce", "argmax all 16M f32", bytes, [&] { Tensor s = a.argmax(); });
+  Tensor ah = a.to(kFloat16), mh = m.to(kFloat16);  // half precision: half the bytes
+  report_bandwidth(report, opt, "reduce", "sum all 16M f16", bytes / 2, [&] { Tensor s = ah.sum(); });
+  report_bandwidth(report, opt, "reduce", "sum dim 0 [4096,4096] f16", bytes / 2, [&] { Tensor s = mh.sum({0}); });
 }
 
 }  // namespace

@@ -16,6 +16,8 @@ void run(const Options& opt, Report& report) {
   report_bandwidth(report, opt, "softmax", "log_softmax [4096,4096] dim 1", b1,
                    [&] { Tensor y = big.log_softmax(1); });
   report_bandwidth(report, opt, "softmax", "softmax [65536,10] dim 1", b2, [&] { Tensor y = logits.softmax(1); });
+  Tensor big_h = big.to(kFloat16);
+  report_bandwidth(report, opt, "softmax", "softmax [4096,4096] dim 1 f16", b1 / 2, [&] { Tensor y = big_h.softmax(1); });
   report_bandwidth(report, opt, "softmax", "softmax [64,1024,256] dim 1", b3, [&] { Tensor y = cols.softmax(1); });
 }
 

@@ -1,12 +1,18 @@
 // nn::functional (see functional.h).
 #include "nn/functional.h"
 
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/graph.h"
 
 namespace ember::nn::functional {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  // Under autocast the bias is cast with x and weight, so y + bias stays in the lower dtype.
+  if (auto r = autocast::run(autocast::Policy::lower,
+                             [](const Tensor& x_, const Tensor& w_, const Tensor& b_) { return linear(x_, w_, b_); },
+                             x, weight, bias))
+    return *r;
   if (weight.dim() != 2) throw ShapeError(msg("linear: expected a 2-D weight, got ", shape_str(weight.shape())));
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
@@ -80,6 +86,10 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduct
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (auto r = autocast::run(autocast::Policy::fp32,
+                             [&](const Tensor& i_, const Tensor& t_) { return mse_loss(i_, t_, reduction); }, input,
+                             target))
+    return *r;
   if (input.shape() != target.shape())
     throw ShapeError(msg("mse_loss: input ", shape_str(input.shape()), " and target ", shape_str(target.shape()),
                          " must have the same shape"));

@@ -2,6 +2,8 @@
 // optimizers, data loading and serialization.
 #pragma once
 
+#include "nn/amp/autocast.h"
+#include "nn/amp/grad_scaler.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "nn/layers/basic.h"

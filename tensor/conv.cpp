@@ -2,6 +2,7 @@
 // float32, dispatch to kernels/cpu/conv2d, and the Conv2d autograd node
 // (saved: x, weight; ints: stride, padding, dilation, groups, has_bias).
 #include "kernels/cpu/conv2d.h"
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
@@ -61,6 +62,9 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& bias, Pair 
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
               int64_t groups) {
+  if (auto r = autocast::run(autocast::Policy::lower, [&](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
+        return conv2d(x_, w_, b_, stride, padding, dilation, groups); }, x, weight, bias))
+    return *r;
   if (bias.defined()) check_same_device({&x, &weight, &bias});
   else check_same_device(x, weight);
   check_conv_args(x, weight, bias, stride, padding, dilation, groups);

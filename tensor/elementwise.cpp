@@ -2,6 +2,7 @@
 // broadcasting and type promotion (out-of-place, in-place and `out=`), where, clamp.
 #include "kernels/cpu/elementwise.h"
 
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
@@ -197,6 +198,8 @@ DType result_type(const std::vector<Tensor>& operands) {
 }
 
 Tensor unary_op(UnaryOp op, const Tensor& a) {
+  if (op == UnaryOp::exp || op == UnaryOp::log)  // autocast runs exp and log in float32
+    if (auto r = autocast::run(autocast::Policy::fp32, [&](const Tensor& x) { return unary_op(op, x); }, a)) return *r;
   DType dt = a.dtype();
   if (kind_of(op) == UnaryKind::floating && !is_floating(dt)) dt = kDefaultFloat;
   if (dt == kBool) {
@@ -221,6 +224,10 @@ Tensor unary_op(UnaryOp op, const Tensor& a) {
 }
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
+  if (op == BinaryOp::pow)  // autocast runs pow in float32
+    if (auto r = autocast::run(autocast::Policy::fp32,
+                               [&](const Tensor& x, const Tensor& y) { return binary_op(op, x, y); }, a, b))
+      return *r;
   check_devices({&a, &b});
   const DType compute = binary_compute_type(op, a, b);
   const DType out_dt = kind_of(op) == BinaryKind::compare ? kBool : compute;

@@ -4,6 +4,7 @@
 // NllLoss saves targets; ints: ignore_index); the reduction is done with ordinary
 // recorded ops, so its gradient needs no rule of its own.
 #include "kernels/cpu/loss.h"
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
@@ -47,6 +48,9 @@ Tensor reduce(const Tensor& per_sample, const Tensor& targets, Reduction reducti
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction, int64_t ignore_index) {
+  if (auto r = autocast::run(autocast::Policy::fp32,
+                             [&](const Tensor& x) { return cross_entropy(x, targets, reduction, ignore_index); }, logits))
+    return *r;
   check_loss_args("cross_entropy", logits, targets);
   if (is_half(logits.dtype()))  // accumulate in float32; the loss comes back in float32 (autocast's policy)
     return cross_entropy(logits.to(kFloat32), targets, reduction, ignore_index);
@@ -89,6 +93,9 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduction, int64_t ignore_index) {
+  if (auto r = autocast::run(autocast::Policy::fp32,
+                             [&](const Tensor& x) { return nll_loss(x, targets, reduction, ignore_index); }, log_probs))
+    return *r;
   check_loss_args("nll_loss", log_probs, targets);
   if (is_half(log_probs.dtype())) return nll_loss(log_probs.to(kFloat32), targets, reduction, ignore_index);
   const int64_t n = log_probs.shape()[0], c = log_probs.shape()[1];

@@ -5,6 +5,7 @@
 // memory layout allows and copied otherwise.
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_integer.h"
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
@@ -89,6 +90,9 @@ void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (auto r = autocast::run(autocast::Policy::lower,
+                             [](const Tensor& x, const Tensor& y) { return matmul(x, y); }, a, b))
+    return *r;
   check_same_device(a, b);
   if (a.dim() == 0 || b.dim() == 0)
     throw ShapeError(msg("both arguments to matmul need to be at least 1D, but they are ", a.dim(), "D and ", b.dim(),

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "kernels/cpu/reduce.h"
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
@@ -181,10 +182,14 @@ Tensor full_extreme(const char* name, ReduceOp op, const Tensor& a) {
 }  // namespace
 
 Tensor sum(const Tensor& a, const Shape& dims, bool keepdim) {
+  if (auto r = autocast::run(autocast::Policy::fp32, [&](const Tensor& x) { return sum(x, dims, keepdim); }, a))
+    return *r;
   return reduce_values("sum", ReduceOp::sum, a, dims, keepdim, is_floating(a.dtype()) ? a.dtype() : kInt64);
 }
 
 Tensor mean(const Tensor& a, const Shape& dims, bool keepdim) {
+  if (auto r = autocast::run(autocast::Policy::fp32, [&](const Tensor& x) { return mean(x, dims, keepdim); }, a))
+    return *r;
   require_floating("mean", a);
   return reduce_values("mean", ReduceOp::mean, a, dims, keepdim, a.dtype());
 }

@@ -1,6 +1,7 @@
 // Front-ends of softmax and log_softmax: the input is made contiguous and viewed
 // as (outer, dim, inner) for the kernel.
 #include "kernels/cpu/softmax.h"
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
@@ -10,6 +11,9 @@ namespace ember {
 namespace {
 
 Tensor softmax_impl(const char* name, const Tensor& a, int64_t dim, bool log) {
+  if (auto r = autocast::run(autocast::Policy::fp32,
+                             [&](const Tensor& x) { return softmax_impl(name, x, dim, log); }, a))
+    return *r;
   const int64_t d = wrap_dim(dim, a.dim());
   if (!is_floating(a.dtype()))
     throw DTypeError(msg(name, "(): expected a floating point tensor but got dtype ", a.dtype()));

@@ -21,6 +21,8 @@ struct TrainOptions {
   // its shard with batch_size / N, DDP averages the gradients; rank 0 alone
   // evaluates and writes files.
   bool ddp = false;
+  std::string amp;    // "" (float32), "fp16" or "bf16": autocast + GradScaler (docs/amp.md)
+  bool half = false;  // after training, also evaluate the model in float16 and compare
 };
 
 std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& options,

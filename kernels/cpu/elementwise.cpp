@@ -13,10 +13,45 @@
 #include "kernels/base/dispatch.h"
 #include "kernels/base/philox.h"
 #include "kernels/cpu/functors.h"
+#include "kernels/cpu/half_vec.h"
 #include "kernels/cpu/loop.h"
 
 namespace ember::cpu {
 namespace {
+
+// Contiguous half-precision runs: blocks are widened to float32 with the vector
+// conversions, computed by the same functor as float32 (so the loop vectorizes),
+// and narrowed on store. Scalar conversions would cost more than the op itself.
+template <class T, class F>
+void unary_half_run(T* out, const T* in, int64_t n, F f) {
+  float x[kHalfBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+    const int64_t len = std::min(kHalfBlock, n - i0);
+    load_to_float(in + i0, x, len);
+    for (int64_t i = 0; i < len; ++i) x[i] = f(x[i]);
+    store_from_float(x, out + i0, len);
+  }
+}
+
+// a_step / b_step are 1 for a run and 0 for a broadcast scalar.
+template <class T, class Out, class F>
+void binary_half_run(Out* out, const T* a, int64_t a_step, const T* b, int64_t b_step, int64_t n, F f) {
+  float x[kHalfBlock], y[kHalfBlock];
+  const float av = static_cast<float>(a[0]), bv = static_cast<float>(b[0]);
+  for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+    const int64_t len = std::min(kHalfBlock, n - i0);
+    if (a_step) load_to_float(a + i0, x, len);
+    else std::fill(x, x + len, av);
+    if (b_step) load_to_float(b + i0, y, len);
+    else std::fill(y, y + len, bv);
+    if constexpr (std::is_same_v<Out, bool>) {
+      for (int64_t i = 0; i < len; ++i) out[i0 + i] = f(x[i], y[i]);
+    } else {
+      for (int64_t i = 0; i < len; ++i) x[i] = f(x[i], y[i]);
+      store_from_float(x, out + i0, len);
+    }
+  }
+}
 
 template <class T, class F>
 void unary_loop(const StridedLoop& L, F f) {
@@ -24,6 +59,9 @@ void unary_loop(const StridedLoop& L, F f) {
   strided_for<2>(L, [&](char* const* p, const int64_t* s, int64_t n) {
     T* out = reinterpret_cast<T*>(p[0]);
     const T* in = reinterpret_cast<const T*>(p[1]);
+    if constexpr (is_half_v<T>) {
+      if (s[0] == sizeof(T) && s[1] == sizeof(T)) return unary_half_run(out, in, n, f);
+    }
     if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<A>(in[i])));
     } else {
@@ -45,6 +83,10 @@ void binary_loop(const StridedLoop& L, F f) {
     Out* out = reinterpret_cast<Out*>(p[0]);
     const T* a = reinterpret_cast<const T*>(p[1]);
     const T* b = reinterpret_cast<const T*>(p[2]);
+    if constexpr (is_half_v<T>) {
+      if (s[0] == so && (s[1] == st || s[1] == 0) && (s[2] == st || s[2] == 0) && (s[1] || s[2]))
+        return binary_half_run(out, a, s[1] ? 1 : 0, b, s[2] ? 1 : 0, n, f);
+    }
     if (s[0] == so && s[1] == st && s[2] == st) {
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<A>(a[i]), static_cast<A>(b[i])));
     } else if (s[0] == so && s[1] == st && s[2] == 0) {
@@ -142,6 +184,10 @@ void copy_loop(const StridedLoop& L) {
       const S* in = reinterpret_cast<const S*>(p[1]);
       if constexpr (std::is_same_v<D, S>) {
         std::memcpy(out, in, n * sizeof(D));
+      } else if constexpr (std::is_same_v<D, float> && is_half_v<S>) {
+        load_to_float(in, out, n);
+      } else if constexpr (is_half_v<D> && std::is_same_v<S, float>) {
+        store_from_float(in, out, n);
       } else {
         for (int64_t i = 0; i < n; ++i) out[i] = convert<D>(in[i]);
       }

@@ -18,6 +18,7 @@
 
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/half_vec.h"
 
 namespace ember::cpu {
 namespace {
@@ -47,6 +48,24 @@ sum_acc_t<T> sum_contiguous(const T* p, int64_t n) {
       total += s;
     }
     for (; i < n; ++i) total += p[i];
+    return total;
+  } else if constexpr (is_half_v<T>) {
+    // Widened a block at a time (vector conversions), summed in 16 float lanes per
+    // block, blocks added in double.
+    double total = 0;
+    float buf[kHalfBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+      const int64_t len = std::min(kHalfBlock, n - i0);
+      load_to_float(p + i0, buf, len);
+      float lane[16] = {};
+      int64_t j = 0;
+      for (; j + 16 <= len; j += 16)
+        for (int l = 0; l < 16; ++l) lane[l] += buf[j + l];
+      float s = 0;
+      for (int l = 0; l < 16; ++l) s += lane[l];
+      for (; j < len; ++j) s += buf[j];
+      total += s;
+    }
     return total;
   } else {
     sum_acc_t<T> total = 0;
@@ -233,6 +252,7 @@ template <class T>
 void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0, int64_t r1, sum_acc_t<T>* acc) {
   constexpr int64_t kFlush = 64;
   acc_t<T> part[kColumnBlock] = {};
+  float row[is_half_v<T> ? kColumnBlock : 1];  // half rows, widened with the vector conversions
   int64_t idx[kMaxDims] = {};
   int64_t rem = r0;
   for (int d = g.red_ndim - 1; d >= 0; --d) {
@@ -245,6 +265,11 @@ void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0,
     const T* src = base + off;
     if constexpr (std::is_integral_v<T>) {
       for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
+    } else if constexpr (is_half_v<T>) {
+      load_to_float(src, row, n);
+      for (int64_t j = 0; j < n; ++j) part[j] += row[j];
+      if ((r - r0 + 1) % kFlush == 0)
+        for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
     } else {
       for (int64_t j = 0; j < n; ++j) part[j] += static_cast<acc_t<T>>(src[j]);
       if ((r - r0 + 1) % kFlush == 0)

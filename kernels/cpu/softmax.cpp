@@ -11,6 +11,7 @@
 
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/half_vec.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace ember::cpu {
@@ -69,6 +70,20 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
   if constexpr (std::is_same_v<T, float>) {
 #pragma omp parallel for schedule(static) if (rows * dim >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) softmax_row_f32(in + r * dim, out + r * dim, dim, log);
+    return;
+  } else if constexpr (is_half_v<T>) {
+    // Half rows: widened into a float row (vector conversions), the float32 row
+    // kernel, narrowed once on store. Accumulation is float32 throughout.
+#pragma omp parallel if (rows * dim >= kParallelGrain)
+    {
+      std::vector<float> x(dim), y(dim);
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        load_to_float(in + r * dim, x.data(), dim);
+        softmax_row_f32(x.data(), y.data(), dim, log);
+        store_from_float(y.data(), out + r * dim, dim);
+      }
+    }
     return;
   }
 #pragma omp parallel for schedule(static) if (rows * dim >= kParallelGrain)
