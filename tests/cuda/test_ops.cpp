@@ -10,37 +10,14 @@
 #include <cstring>
 
 #include "cuda/both.h"
+#include "support/op_tables.h"
 
 using namespace ember;
 using cuda_test::Both;
 using cuda_test::kCuda;
-using ref::Layout;
+using namespace op_tables;
 
 namespace {
-
-const DType kAllTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64, kBool};
-const DType kFloatTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16};
-const Layout kLayouts[] = {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::expanded,
-                           Layout::permuted};
-
-// Value ranges: floating dtypes draw from [flo, fhi], integer ones from [ilo, ihi]
-// (uint8 from max(0, ilo)); `discrete` draws floats as integers / 2 so that ties
-// and equal values occur (comparisons, maximum, minimum).
-struct Domain {
-  double flo, fhi, ilo, ihi;
-  bool discrete = false;
-};
-
-std::vector<double> draw(int64_t n, DType dt, const Domain& d, std::mt19937_64& rng) {
-  if (dt == kBool) return ref::random_values(n, dt, rng, 0, 1);
-  if (is_floating(dt)) {
-    if (!d.discrete) return ref::random_values(n, dt, rng, d.flo, d.fhi);
-    auto v = ref::random_values(n, kInt64, rng, 2 * d.flo, 2 * d.fhi);
-    for (auto& x : v) x /= 2;
-    return v;
-  }
-  return ref::random_values(n, dt, rng, dt == kUInt8 ? std::max(0.0, d.ilo) : d.ilo, d.ihi);
-}
 
 Both input(const Shape& shape, DType dt, Layout l, const Domain& d, std::mt19937_64& rng) {
   return cuda_test::layout_both(shape, dt, l, [&](int64_t n) { return draw(n, dt, d, rng); });
@@ -49,9 +26,6 @@ Both input(const Shape& shape, DType dt, Layout l, const Domain& d, std::mt19937
 Tensor pick(const Both& b, bool gpu) { return gpu ? b.gpu : b.cpu; }
 
 // ------------------------------------------------------------------ unary ops ----
-
-const Domain kSigned = {-4, 4, -10, 10};
-const Domain kPositive = {0.1, 10, 1, 10};
 
 struct UnaryRow {
   const char* name;
@@ -66,12 +40,7 @@ struct UnaryRow {
 const std::vector<UnaryRow> kUnaryRows = {EMBER_UNARY_OPS(EMBER_X)};
 #undef EMBER_X
 
-const std::vector<Shape> kShapes = {{}, {0}, {1}, {37}, {3, 0, 2}, {4, 5}, {2, 3, 5}, {1, 6, 1}};
-
 // ------------------------------------------------------------------ binary ops ----
-
-const Domain kWide = {-10, 10, -10, 10};
-const Domain kTies = {-2, 2, -3, 3, true};
 
 struct BinaryRow {
   const char* name;
@@ -101,22 +70,6 @@ std::pair<Domain, Domain> domains(const std::string& op) {
   return {kTies, kTies};
 }
 
-struct ShapePair {
-  Shape a, b;
-};
-const std::vector<ShapePair> kBinaryShapes = {
-    {{}, {}},         {{0}, {0}},       {{0, 4}, {4}},    {{3, 0}, {1, 0}},    {{1}, {1}},
-    {{1}, {6}},       {{37}, {37}},     {{4, 5}, {4, 5}}, {{3, 1, 5}, {4, 5}}, {{2, 3, 4}, {3, 1}},
-    {{5, 1}, {1, 6}}, {{6, 4}, {1}},
-};
-struct LayoutPair {
-  Layout a, b;
-};
-const LayoutPair kLayoutPairs[] = {{Layout::contiguous, Layout::contiguous}, {Layout::transposed, Layout::contiguous},
-                                   {Layout::contiguous, Layout::transposed}, {Layout::sliced, Layout::sliced},
-                                   {Layout::expanded, Layout::contiguous},   {Layout::contiguous, Layout::expanded},
-                                   {Layout::permuted, Layout::permuted}};
-
 // Dtype pairs: each dtype with itself, then mixed pairs that exercise promotion.
 struct DTypePair {
   DType a, b;
@@ -129,15 +82,6 @@ std::vector<DTypePair> dtype_pairs() {
                                         {kInt64, kBFloat16}, {kBool, kFloat16}, {kInt8, kInt32}};
   p.insert(p.end(), mixed.begin(), mixed.end());
   return p;
-}
-
-// A C++ number of the given kind from the domain (quarters for floats, so that every
-// floating dtype holds it exactly).
-Scalar draw_scalar(DType kind, const Domain& d, std::mt19937_64& rng) {
-  if (kind == kBool) return Scalar(ref::random_values(1, kBool, rng, 0, 1)[0] != 0);
-  if (kind == kInt64) return Scalar(static_cast<int64_t>(ref::random_values(1, kInt64, rng, d.ilo, d.ihi)[0]));
-  const double v = std::round(ref::random_values(1, kFloat64, rng, 4 * d.flo, 4 * d.fhi)[0]) / 4;
-  return Scalar(std::max(v, d.flo));
 }
 
 // Checks an in-place op on both devices: the destination's whole base must match,
@@ -163,7 +107,7 @@ TEST_CASE("unary ops on CUDA match the CPU", "[cuda][ops][unary]") {
   std::mt19937_64 rng(11);
   for (const UnaryRow& row : kUnaryRows)
     for (DType dt : kAllTypes) {
-      auto shapes = kShapes;
+      auto shapes = kUnaryShapes;
       if (dt == kFloat32 || dt == kFloat16 || dt == kInt32) shapes.push_back({513, 1027});  // vector body and tail
       for (const Shape& s : shapes)
         for (Layout l : kLayouts) {

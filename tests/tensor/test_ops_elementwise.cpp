@@ -11,37 +11,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/op_tables.h"
 #include "support/reference.h"
 
 using namespace ember;
 using ref::Array;
-using ref::Layout;
+using namespace op_tables;
 
 namespace {
-
-const DType kAllTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64, kBool};
-const DType kFloatTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16};
-const Layout kLayouts[] = {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::expanded,
-                           Layout::permuted};
-
-// The value range an operand is drawn from: floating dtypes use [flo, fhi],
-// integer dtypes [ilo, ihi] (uint8 clips ilo at 0). `discrete` draws floats as
-// integers / 2 so that ties and equalities happen (comparisons, maximum, minimum).
-struct Domain {
-  double flo, fhi, ilo, ihi;
-  bool discrete = false;
-};
-
-std::vector<double> draw(int64_t n, DType dt, const Domain& d, std::mt19937_64& rng) {
-  if (dt == kBool) return ref::random_values(n, dt, rng, 0, 1);
-  if (is_floating(dt)) {
-    if (!d.discrete) return ref::random_values(n, dt, rng, d.flo, d.fhi);
-    auto v = ref::random_values(n, kInt64, rng, 2 * d.flo, 2 * d.fhi);
-    for (auto& x : v) x /= 2;
-    return v;
-  }
-  return ref::random_values(n, dt, rng, dt == kUInt8 ? std::max(0.0, d.ilo) : d.ilo, d.ihi);
-}
 
 // A tensor of logical shape `shape` in layout `l` whose values come from `d`.
 Tensor input(const Shape& shape, DType dt, Layout l, const Domain& d, std::mt19937_64& rng) {
@@ -90,11 +67,9 @@ double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 }  // namespace uref
 
 namespace udom {
-const Domain signed_ = {-4, 4, -10, 10};
-const Domain positive = {0.1, 10, 1, 10};
-const Domain neg = signed_, abs = signed_, relu = signed_, exp = signed_, sin = signed_, cos = signed_,
-             tanh = signed_, sigmoid = signed_, gelu = signed_;
-const Domain log = positive, sqrt = positive, rsqrt = positive;
+const Domain neg = kSigned, abs = kSigned, relu = kSigned, exp = kSigned, sin = kSigned, cos = kSigned,
+             tanh = kSigned, sigmoid = kSigned, gelu = kSigned;
+const Domain log = kPositive, sqrt = kPositive, rsqrt = kPositive;
 }  // namespace udom
 
 struct UnaryRow {
@@ -118,8 +93,6 @@ std::vector<DType> unary_dtypes(const UnaryRow& row) {
   if (!row.floating) return {kFloat32, kFloat64, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64};
   return {kFloat32, kFloat64, kFloat16, kBFloat16, kInt8, kUInt8, kInt32, kInt64, kBool};
 }
-
-const std::vector<Shape> kUnaryShapes = {{}, {0}, {1}, {37}, {3, 0, 2}, {4, 5}, {2, 3, 5}, {1, 6, 1}};
 
 // ---------------------------------------------------------------- binary ops ----
 
@@ -146,13 +119,11 @@ struct BDomain {
   Domain a, b;
 };
 namespace bdom {
-const Domain wide = {-10, 10, -10, 10};
-const Domain ties = {-2, 2, -3, 3, true};
-const BDomain add = {wide, wide}, sub = {wide, wide}, mul = {wide, wide};
-const BDomain div = {wide, {0.25, 4, -4, 4}};  // integer zero divisors give inf/nan in float
+const BDomain add = {kWide, kWide}, sub = {kWide, kWide}, mul = {kWide, kWide};
+const BDomain div = {kWide, {0.25, 4, -4, 4}};  // integer zero divisors give inf/nan in float
 const BDomain pow = {{0.25, 3, -3, 3}, {-2, 2, 0, 3}};
-const BDomain maximum = {ties, ties}, minimum = {ties, ties};
-const BDomain eq = {ties, ties}, ne = eq, lt = eq, le = eq, gt = eq, ge = eq;
+const BDomain maximum = {kTies, kTies}, minimum = {kTies, kTies};
+const BDomain eq = {kTies, kTies}, ne = eq, lt = eq, le = eq, gt = eq, ge = eq;
 }  // namespace bdom
 
 struct BinaryRow {
@@ -240,17 +211,6 @@ DType result_dtype(const BinaryRow& row, DType promoted) {
   return promoted;
 }
 
-// The C++ number for a scalar operand: a value from the domain that every dtype
-// holds exactly (quarters for floats).
-Scalar draw_scalar(DType kind, const Domain& d, std::mt19937_64& rng) {
-  if (kind == kBool) return Scalar(ref::random_values(1, kBool, rng, 0, 1)[0] != 0);
-  if (kind == kInt64) return Scalar(static_cast<int64_t>(ref::random_values(1, kInt64, rng, d.ilo, d.ihi)[0]));
-  double lo = d.flo, hi = d.fhi;
-  double v = std::round(ref::random_values(1, kFloat64, rng, 4 * lo, 4 * hi)[0]) / 4;
-  if (v < lo) v = lo;
-  return Scalar(v);
-}
-
 // Expected out = op(a, b) in double: operands are converted to the compute dtype
 // first (as the kernels do), integer results wrap to the result dtype.
 Array expected_binary(const BinaryRow& row, const Array& A, const Array& B, DType compute, DType out) {
@@ -275,23 +235,7 @@ bool can_cast_by_hand(DType from, DType to) {
   return true;
 }
 
-struct ShapePair {
-  Shape a, b;
-};
-const std::vector<ShapePair> kBinaryShapes = {
-    {{}, {}},         {{0}, {0}},       {{0, 4}, {4}},       {{3, 0}, {1, 0}}, {{1}, {1}},
-    {{1}, {6}},       {{37}, {37}},     {{4, 5}, {4, 5}},    {{3, 1, 5}, {4, 5}}, {{2, 3, 4}, {3, 1}},
-    {{5, 1}, {1, 6}}, {{6, 4}, {1}},
-};
 const std::vector<Shape> kScalarPartnerShapes = {{}, {0}, {1}, {7}, {3, 4}, {2, 3, 5}};
-
-struct LayoutPair {
-  Layout a, b;
-};
-const LayoutPair kLayoutPairs[] = {{Layout::contiguous, Layout::contiguous}, {Layout::transposed, Layout::contiguous},
-                                   {Layout::contiguous, Layout::transposed}, {Layout::sliced, Layout::sliced},
-                                   {Layout::expanded, Layout::contiguous},   {Layout::contiguous, Layout::expanded},
-                                   {Layout::permuted, Layout::permuted}};
 
 }  // namespace
 
