@@ -1,7 +1,7 @@
 // The cuda_train suite: one epoch of the seed network (nn::Network) at batch 1000,
 // Adam(lr=0.01), cross-entropy, on CUDA against the same epoch on the CPU (with
 // --threads threads), in seconds per epoch, and the speedup. The loop is the one
-// bench/suite_train.cpp times: a shuffled DataLoader on the calling thread, and
+// bench/suite_train.cpp times (bench/train_epoch.cpp): a shuffled DataLoader on the calling thread, and
 // loss.item() read every step as a logging loop does (on CUDA that synchronizes
 // every step, as it does in PyTorch); each CUDA batch is copied to the device
 // inside the timed loop. Images: FashionMNIST where it is installed (the epoch must
@@ -23,6 +23,7 @@
 
 #include "bench/cuda_floors.h"
 #include "bench/cuda_harness.h"
+#include "bench/train_epoch.h"
 #include "ember.h"
 #include "nn/data/dataloader.h"
 #include "nn/data/fashion_mnist.h"
@@ -35,11 +36,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int64_t kBatch = 1000;
 constexpr int kWarmupBatches = 5;
-
-// The seed network's multiply-adds per image (as bench/suite_train.cpp counts
-// them): forward, weight gradients, and input gradients of all layers but conv1.
-constexpr double kForwardMacs = 6.0 * 24 * 24 * 25 + 12.0 * 8 * 8 * 150 + 192.0 * 120 + 120.0 * 60 + 60.0 * 10;
-constexpr double kTrainFlopsPerImage = 2 * (2 * kForwardMacs + (kForwardMacs - 6.0 * 24 * 24 * 25));
 
 struct Data {
   Tensor images, labels;            // training set, CPU
@@ -70,38 +66,6 @@ struct Epoch {
   std::optional<double> accuracy;
 };
 
-// One pass of the loader on `device`; stops after max_batches when positive.
-double train_pass(nn::Network& net, nn::optim::Optimizer& opt, const data::DataLoader& loader, const Device& device,
-                  int max_batches = 0) {
-  double loss_sum = 0;
-  int batches = 0;
-  for (data::Batch& batch : loader.epoch(0)) {
-    if (max_batches > 0 && batches >= max_batches) break;
-    Tensor x = batch.inputs, y = batch.targets;
-    if (device.is_cuda()) x = x.to(device), y = y.to(device);
-    Tensor loss = nn::functional::cross_entropy(net(x), y);
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    loss_sum += loss.item<double>();
-    ++batches;
-  }
-  return batches ? loss_sum / batches : 0;
-}
-
-double test_accuracy(nn::Network& net, const data::FashionMNIST& test_set) {
-  NoGradGuard no_grad;
-  net.eval();
-  int64_t correct = 0;
-  for (int64_t start = 0; start < test_set.size(); start += 1000) {
-    const int64_t len = std::min<int64_t>(1000, test_set.size() - start);
-    Tensor logits = net(test_set.images().narrow(0, start, len));
-    correct += (logits.argmax(1) == test_set.labels().narrow(0, start, len)).sum().item<int64_t>();
-  }
-  net.train();
-  return double(correct) / double(test_set.size());
-}
-
 // A warm-up on a throw-away model (kernel modules, cuBLAS/cuDNN handles, the
 // caching allocator's blocks), then a fresh model's first epoch, timed.
 Epoch epoch_seconds(const Data& d, const Device& device) {
@@ -112,7 +76,7 @@ Epoch epoch_seconds(const Data& d, const Device& device) {
     auto warm = std::make_shared<nn::Network>();
     warm->to(device);
     nn::optim::Adam warm_opt(warm->parameters(), 0.01);
-    train_pass(*warm, warm_opt, loader, device, kWarmupBatches);
+    train_pass(*warm, warm_opt, loader, device, 0, kWarmupBatches);
   }
   if (device.is_cuda()) cuda::synchronize();
   manual_seed(0);
@@ -121,7 +85,7 @@ Epoch epoch_seconds(const Data& d, const Device& device) {
   nn::optim::Adam opt(net->parameters(), 0.01);
   Epoch e;
   const auto t0 = Clock::now();
-  e.mean_loss = train_pass(*net, opt, loader, device);
+  e.mean_loss = train_pass(*net, opt, loader, device, 0);
   if (device.is_cuda()) cuda::synchronize();
   e.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (d.test) {

@@ -23,6 +23,7 @@
 #include "bench/floors.h"
 #include "bench/harness.h"
 #include "bench/torch_peer.h"
+#include "bench/train_epoch.h"
 #include "ember.h"
 #include "nn/data/dataloader.h"
 #include "nn/data/fashion_mnist.h"
@@ -40,45 +41,9 @@ constexpr int kWarmupBatches = 5;
 constexpr int kRounds = 2;
 constexpr const char* kPeerBatching = "plain shuffled index batching: randperm, then x[idx] per batch";
 
-// Multiply-adds per image of the seed network's forward pass: conv1, conv2, fc1,
-// fc2, out. Training adds the weight gradients (as many again) and the input
-// gradients of every layer but conv1 (whose input needs none).
-constexpr double kForwardMacs = 6.0 * 24 * 24 * 25 + 12.0 * 8 * 8 * 150 + 192.0 * 120 + 120.0 * 60 + 60.0 * 10;
-constexpr double kTrainFlopsPerImage = 2 * (2 * kForwardMacs + (kForwardMacs - 6.0 * 24 * 24 * 25));
-
 struct EpochResult {
   double seconds = 0, mean_loss = 0, accuracy = 0, peak_rss = 0;
 };
-
-// One pass of `loader` epoch `epoch`; stops after max_batches when positive.
-double train_pass(nn::Network& net, nn::optim::Optimizer& opt, const data::DataLoader& loader,
-                  int64_t epoch, int max_batches = 0) {
-  double loss_sum = 0;
-  int batches = 0;
-  for (data::Batch& batch : loader.epoch(epoch)) {
-    if (max_batches > 0 && batches >= max_batches) break;
-    Tensor loss = nn::functional::cross_entropy(net(batch.inputs), batch.targets);
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    loss_sum += loss.item<double>();
-    ++batches;
-  }
-  return batches ? loss_sum / batches : 0;
-}
-
-double test_accuracy(nn::Network& net, const data::FashionMNIST& test_set) {
-  NoGradGuard no_grad;
-  net.eval();
-  int64_t correct = 0;
-  for (int64_t start = 0; start < test_set.size(); start += 1000) {
-    const int64_t len = std::min<int64_t>(1000, test_set.size() - start);
-    Tensor logits = net(test_set.images().narrow(0, start, len));
-    correct += (logits.argmax(1) == test_set.labels().narrow(0, start, len)).sum().item<int64_t>();
-  }
-  net.train();
-  return double(correct) / double(test_set.size());
-}
 
 EpochResult run_epoch(const data::FashionMNIST& train_set, const data::FashionMNIST& test_set,
                       int64_t batch_size) {
@@ -88,7 +53,7 @@ EpochResult run_epoch(const data::FashionMNIST& train_set, const data::FashionMN
     manual_seed(1);
     auto warm = std::make_shared<nn::Network>();
     nn::optim::Adam warm_opt(warm->parameters(), 0.01);
-    train_pass(*warm, warm_opt, loader, 1, kWarmupBatches);
+    train_pass(*warm, warm_opt, loader, kCPU, 1, kWarmupBatches);
   }
   manual_seed(0);
   // Modules are shared_ptr-owned (Module::named_modules uses shared_from_this).
@@ -96,7 +61,7 @@ EpochResult run_epoch(const data::FashionMNIST& train_set, const data::FashionMN
   nn::optim::Adam opt(net->parameters(), 0.01);
   EpochResult r;
   const auto t0 = Clock::now();
-  r.mean_loss = train_pass(*net, opt, loader, 0);
+  r.mean_loss = train_pass(*net, opt, loader, kCPU, 0);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.peak_rss = peak_rss_mib();
   r.accuracy = test_accuracy(*net, test_set);
