@@ -55,11 +55,11 @@ void cuda_cases(const Options& opt, Report& report) {
   auto lin = std::make_shared<nn::Linear>(kFeatures, kFeatures);
   lin->to(dev);
   auto q = quant::DynamicQuantizedLinear::from_float(*lin);
-  const Tensor w16 = lin->weight.detach().half(), b16 = lin->bias.detach().half();
+  const Tensor w16 = lin->weight.detach().to(kFloat16), b16 = lin->bias.detach().to(kFloat16);
   NoGradGuard no_grad;
   for (int64_t batch : {int64_t(1), int64_t(64)}) {
     const Tensor x = randn({batch, kFeatures}).to(dev);
-    const Tensor x16 = x.half();
+    const Tensor x16 = x.to(kFloat16);
     const int calls = 50;
     auto timed = [&](const std::function<void()>& f) {
       return measure([&] {
