@@ -74,8 +74,11 @@ void run(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const i
   const Int8Kernel& K = *active();
   const int64_t kp = int8_padded_k(k);
   const int64_t panels = (n + kInt8PanelCols - 1) / kInt8PanelCols;
-  const int64_t mc = std::max<int64_t>(12, kRowBlockBytes / std::max<int64_t>(kp, 1) / 12 * 12);
-  const int64_t row_blocks = (m + mc - 1) / mc;
+  // Equal row blocks of at most ~kRowBlockBytes of A each: 64 rows of 4096 bytes are
+  // one block of 64, not 60 and a sliver of 4 that would stream every panel again.
+  const int64_t mc_max = std::max<int64_t>(12, kRowBlockBytes / std::max<int64_t>(kp, 1));
+  const int64_t row_blocks = (m + mc_max - 1) / mc_max;
+  const int64_t mc = (m + row_blocks - 1) / row_blocks;
   const int64_t items = row_blocks * panels;
   const size_t elem = ep ? sizeof(float) : sizeof(int32_t);
   auto item = [&](int64_t it) {

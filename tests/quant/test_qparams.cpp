@@ -135,6 +135,8 @@ TEST_CASE("quantization errors", "[quant][qparams][errors]") {
   CHECK(error_text([&] { quant::quantize_per_channel(x, ones({2}), zeros({2}, kInt32), 1, kInt8); }) ==
         "quantize_per_channel: expected 3 scales and zero points for axis 1 of shape [2, 3], got 2 and 2");
   CHECK(error_text([&] { quant::choose_qparams(1.0f, -1.0f); }) == "choose_qparams: min 1 is greater than max -1");
+  CHECK(error_text([&] { quant::choose_qparams(0.0f, INFINITY); }) ==
+        "choose_qparams: the range must be finite, got [0, inf]");
   CHECK(error_text([&] { quant::choose_qparams(tensor({1.0f, INFINITY})); }) ==
         "choose_qparams: the tensor holds inf or NaN, which cannot be quantized");
   CHECK_THROWS_AS(quant::quantize_per_tensor(x, 0.1, 0, kInt32), DTypeError);
