@@ -23,6 +23,12 @@
 #include "quant/quant.h"
 
 #if EMBER_HAVE_CUDA
+#include <cublasLt.h>
+
+#include "kernels/cuda/allocator.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/gemm_int8.h"
+#include "kernels/cuda/runtime.h"
 #include "nn/functional.h"
 #include "tensor/cuda.h"
 #endif
@@ -45,6 +51,45 @@ double median_ms(const std::function<void()>& f, int64_t batch) {
 }
 
 #if EMBER_HAVE_CUDA
+// cuBLASLt's int8 GEMM, the peer of the hand-written one: s8 x s8 -> s32 at the same
+// sizes, in the "TN" form its integer kernels require (column-major C^T [n, m] =
+// W^T' . X^T with W stored [n, k] and X [m, k], both k-contiguous). GEMM only: no
+// quantization of the input and no epilogue, so it is a lower bound for a layer.
+double cublaslt_int8_us(int64_t m, int64_t n, int64_t k, int device, int calls) {
+  cudaStream_t stream = cuda::stream(device);
+  cuda::ScratchBuffer a(size_t(n * k), device, stream), b(size_t(m * k), device, stream),
+      c(sizeof(int32_t) * size_t(m * n), device, stream);
+  EMBER_CUDA_CHECK(cudaMemsetAsync(a.get(), 1, size_t(n * k), stream));
+  EMBER_CUDA_CHECK(cudaMemsetAsync(b.get(), 1, size_t(m * k), stream));
+  cublasLtHandle_t lt;
+  EMBER_CUDA_CHECK(cublasLtCreate(&lt));
+  cublasLtMatmulDesc_t op;
+  EMBER_CUDA_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32I, CUDA_R_32I));
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  EMBER_CUDA_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  EMBER_CUDA_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  cublasLtMatrixLayout_t la, lb, lc;
+  EMBER_CUDA_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_8I, uint64_t(k), uint64_t(n), k));
+  EMBER_CUDA_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8I, uint64_t(k), uint64_t(m), k));
+  EMBER_CUDA_CHECK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32I, uint64_t(n), uint64_t(m), n));
+  const int32_t alpha = 1, beta = 0;
+  auto run = [&] {
+    EMBER_CUDA_CHECK(cublasLtMatmul(lt, op, &alpha, a.get(), la, b.get(), lb, &beta, c.get(), lc, c.get(), lc,
+                                    nullptr, nullptr, 0, stream));
+  };
+  const double us = measure([&] {
+                      for (int i = 0; i < calls; ++i) run();
+                      EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
+                    }, 0.3, 0.5, 5)
+                        .median_s * 1e6 / calls;
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(lt);
+  return us;
+}
+
 void cuda_cases(const Options& opt, Report& report) {
   if (!cuda::is_available()) {
     std::printf("quant: no CUDA device, CUDA cases skipped\n");
@@ -60,6 +105,9 @@ void cuda_cases(const Options& opt, Report& report) {
   for (int64_t batch : {int64_t(1), int64_t(64)}) {
     const Tensor x = randn({batch, kFeatures}).to(dev);
     const Tensor x16 = x.to(kFloat16);
+    const Tensor xq = ones({batch, kFeatures}, TensorOptions(kUInt8, dev));
+    const Tensor wq = ones({kFeatures, kFeatures}, TensorOptions(kInt8, dev));
+    Tensor c32 = empty({batch, kFeatures}, TensorOptions(kInt32, dev));
     const int calls = 50;
     auto timed = [&](const std::function<void()>& f) {
       return measure([&] {
@@ -70,7 +118,9 @@ void cuda_cases(const Options& opt, Report& report) {
     };
     const double t8 = timed([&] { Tensor y = (*q)(x); });
     const double t16 = timed([&] { Tensor y = nn::functional::linear(x16, w16, b16); });
-    std::printf("  cuda batch %lld: int8 %.1f us, float16 %.1f us\n", static_cast<long long>(batch), t8, t16);
+    const double tlt = cublaslt_int8_us(batch, kFeatures, kFeatures, dev.index(), calls);
+    std::printf("  cuda batch %lld: int8 layer %.1f us, float16 layer %.1f us, cuBLASLt int8 GEMM alone %.1f us\n",
+                static_cast<long long>(batch), t8, t16, tlt);
     Record r;
     r.suite = "quant";
     r.case_name = "cuda int8 Linear 4096x4096 batch " + std::to_string(batch);
@@ -78,6 +128,14 @@ void cuda_cases(const Options& opt, Report& report) {
     r.ember = t8;
     r.peer_name = "ember float16 (cuBLAS)";
     r.peer = t16;
+    report.add(r);
+    r.case_name = "cuda int8 GEMM 4096x4096 batch " + std::to_string(batch) + " (no quantize, no epilogue)";
+    r.peer_name = "cuBLASLt int8";
+    r.ember = timed([&] {
+      cuda::gemm_int8_s32(batch, kFeatures, kFeatures, xq.data_ptr<uint8_t>(), wq.data_ptr<int8_t>(),
+                          c32.data_ptr<int32_t>(), cuda::stream(dev.index()));
+    });
+    r.peer = tlt;
     report.add(std::move(r));
   }
 }
