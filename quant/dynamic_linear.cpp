@@ -84,9 +84,9 @@ Tensor DynamicQuantizedLinear::forward(const Tensor& x) {
     if (!s.empty()) s.back() = out_features;
     return empty(s, TensorOptions(kFloat32, weight.device()));
   }
-  PackedLinearInt8& w = const_cast<PackedLinearInt8&>(prepared());
-  w.reduce_range = reduce_range;
-  return linear_int8_dynamic(x, w, "linear_dynamic");
+  prepared();
+  packed_.reduce_range = reduce_range;  // an activation option: no repacking needed
+  return linear_int8_dynamic(x, packed_, "linear_dynamic");
 }
 
 std::string DynamicQuantizedLinear::extra_repr() const {
