@@ -15,6 +15,7 @@ namespace ember::quant {
 struct QParams {
   float scale = 1;
   int32_t zero_point = 0;
+  bool operator==(const QParams&) const = default;
 };
 
 // The smallest scale the affine chooser returns (PyTorch's SMALL_SCALE_THRESHOLD):

@@ -122,6 +122,26 @@ TEST_CASE("quantize then dequantize stays within half a step inside the range", 
   CHECK(far.int_repr.to_vector<int8_t>() == std::vector<int8_t>{-128, 127, -128});
 }
 
+TEST_CASE("min and max scans find the extremes and every inf or NaN", "[quant][qparams]") {
+  std::mt19937 g(9);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t n : {2, 15, 16, 17, 1000, 200003}) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& e : v) e = u(g);
+    const size_t lo = size_t(n) / 3, hi = size_t(n) - 1;  // one in the vector body, one in the tail
+    v[lo] = -7.5f;
+    v[hi] = 9.25f;
+    INFO("n " << n);
+    const quant::QParams p = quant::choose_qparams(tensor(v));
+    CHECK(p == quant::choose_qparams(-7.5f, 9.25f));
+    for (float bad : {INFINITY, -INFINITY, NAN}) {
+      std::vector<float> w = v;
+      w[size_t(n) / 2] = bad;
+      CHECK_THROWS_AS(quant::choose_qparams(tensor(w)), ValueError);
+    }
+  }
+}
+
 TEST_CASE("quantization errors", "[quant][qparams][errors]") {
   const Tensor x = ones({2, 3});
   CHECK(error_text([&] { quant::quantize_per_tensor(x, 0.1, 0, kInt32); }) ==
