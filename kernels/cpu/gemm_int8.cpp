@@ -17,9 +17,15 @@ namespace ember::cpu {
 namespace gemm_int8_detail {
 namespace {
 
-// Below this many multiply-adds one thread finishes before a team wakes up (the f32
-// GEMM measured the same cross-over, gemm.cpp).
-constexpr double kSerialWork = 60.0 * 60 * 60;
+// Below this many multiply-adds (about 12 us on one Zen 5 core) one thread finishes
+// before a sleeping team wakes up: with OMP_WAIT_POLICY=passive, as the test suites
+// and shared machines run, a wake-up costs tens of microseconds, and the MLP's
+// 784x1024 layer at batch 1 took 107 us threaded against 15 us on one thread.
+constexpr double kSerialWork = double(1 << 22);
+// A single row streams the weights once and does little else: a second core did not
+// speed up 1 x 4096 x 4096 (weights in L3) on the development machine, so one row
+// uses one thread unless the weights are far larger than that.
+constexpr double kSerialRowBytes = double(64 << 20);
 constexpr int64_t kRowBlockBytes = 256 << 10;
 
 // The portable kernel: the same arithmetic as vpdpbusd, one row at a time. GCC
@@ -89,7 +95,8 @@ void run(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const i
             ep, col0, static_cast<char*>(c) + (r0 * ldc + col0) * int64_t(elem), ldc);
   };
   const bool threads = !omp_in_parallel() && omp_get_max_threads() > 1 && items > 1 &&
-                       double(m) * double(n) * double(k) >= kSerialWork;
+                       double(m) * double(n) * double(k) >= kSerialWork &&
+                       (m > 1 || double(n) * double(kp) >= kSerialRowBytes);
   if (!threads) {
     for (int64_t it = 0; it < items; ++it) item(it);
     return;
