@@ -18,6 +18,7 @@
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/gemm_int8.h"
 #include "kernels/cuda/runtime.h"
+#include "tensor/cuda.h"
 #endif
 
 namespace ember::quant {
@@ -102,6 +103,7 @@ Tensor forward_cuda(const Tensor& x2, const PackedLinearInt8& w) {
   Tensor y = empty({m, n}, TensorOptions(kFloat32, x2.device()));
   if (m == 0) return y;
   const int device = x2.device().index();
+  cuda::DeviceGuard guard(device);  // launches go to the input's device
   cudaStream_t stream = cuda::stream(device);
   cuda::ScratchBuffer work(cuda::linear_int8_workspace_bytes(m, k), device, stream);
   cuda::linear_int8_dynamic(m, n, k, x2.data_ptr<float>(), w.packed.data_ptr<int8_t>(),

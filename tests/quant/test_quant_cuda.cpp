@@ -6,8 +6,13 @@
 
 #if EMBER_HAVE_CUDA
 
+#include <array>
 #include <cmath>
+#include <random>
 
+#include "kernels/cpu/gemm_int8.h"
+#include "kernels/cuda/gemm_int8.h"
+#include "kernels/cuda/runtime.h"
 #include "nn/nn.h"
 #include "quant/quant.h"
 #include "tensor/cuda.h"
@@ -18,6 +23,39 @@ namespace {
 using namespace ember;
 
 }  // namespace
+
+TEST_CASE("CUDA int8 GEMM: exact int32 sums", "[quant][cuda]") {
+  if (!cuda::is_available()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  std::mt19937 g(2);
+  std::uniform_int_distribution<int> ua(0, 255), uw(-128, 127), pick(0, 3);
+  for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {33, 65, 300}, {64, 4096, 1024}, {7, 10, 5}}) {
+    INFO("m " << m << " n " << n << " k " << k);
+    const int64_t kp = cuda::int8_padded_k16(k);
+    Tensor a = zeros({m, kp}, kUInt8), w = zeros({n, kp}, kInt8);
+    auto* ap = a.data_ptr<uint8_t>();
+    auto* wp = w.data_ptr<int8_t>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) ap[i * kp + p] = uint8_t(pick(g) ? ua(g) : 255);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p) wp[j * kp + p] = int8_t(pick(g) ? uw(g) : -128);
+    const Tensor ad = a.cuda(), wd = w.cuda();
+    Tensor cd = empty({m, n}, TensorOptions(kInt32, Device("cuda:0")));
+    cuda::gemm_int8_s32(m, n, kp, ad.data_ptr<uint8_t>(), wd.data_ptr<int8_t>(), cd.data_ptr<int32_t>(),
+                        cuda::stream(0));
+    const std::vector<int32_t> got = cd.to_vector<int32_t>();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t s = 0;
+        for (int64_t p = 0; p < k; ++p) s += int64_t(ap[i * kp + p]) * wp[j * kp + p];
+        wrong += got[size_t(i * n + j)] != s;
+      }
+    CHECK(wrong == 0);
+  }
+}
 
 TEST_CASE("CUDA int8 Linear matches the CPU", "[quant][cuda]") {
   if (!cuda::is_available()) {
