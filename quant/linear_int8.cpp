@@ -105,7 +105,7 @@ Tensor forward_cuda(const Tensor& x2, const PackedLinearInt8& w) {
   const int device = x2.device().index();
   cuda::DeviceGuard guard(device);  // launches go to the input's device
   cudaStream_t stream = cuda::stream(device);
-  cuda::ScratchBuffer work(cuda::linear_int8_workspace_bytes(m, k), device, stream);
+  cuda::ScratchBuffer work(cuda::linear_int8_workspace_bytes(m, n, k), device, stream);
   cuda::linear_int8_dynamic(m, n, k, x2.data_ptr<float>(), w.packed.data_ptr<int8_t>(),
                             w.row_sums.data_ptr<int32_t>(), w.scales.data_ptr<float>(), w.per_channel,
                             w.bias.defined() ? w.bias.data_ptr<float>() : nullptr, w.reduce_range, y.data_ptr<float>(),

@@ -13,6 +13,9 @@
 // wants for B: a lane's B register holds 4 consecutive k bytes of one channel, one
 // 32-bit shared load. A is [m, k] row-major, the "row" layout: likewise.
 //
+// When the tiles are too few to fill the GPU, the depth is split among blocks as well
+// (split-K: int32 atomics, then the epilogue as a separate kernel); see k_split_for.
+//
 // Small batches (1 to 64 rows) make this memory-bound: the 4096 x 4096 weight is 16
 // MiB in int8 against 32 MiB in float16, which is where the int8 layer's advantage over
 // a float16 cuBLAS GEMM comes from at batch 64.
@@ -152,13 +155,24 @@ __global__ void quantize_rows(const float* __restrict__ x, int64_t m, int64_t k,
 }
 
 struct Epilogue {
-  const float* minmax;  // null: write raw int32 sums
+  const float* minmax;  // null: raw int32 sums (stored, or added with atomics when `atomic`)
   bool reduce_range;
   const int32_t* row_sums;
   const float* w_scales;
   bool per_channel;
   const float* bias;
+  bool atomic;  // split-K: each block adds its share of the sums into c (zeroed first)
 };
+
+// One output of the fused epilogue, in the CPU kernel's order of float operations.
+__device__ __forceinline__ float dequantized(int32_t v, int64_t col, const ActParams& p, const Epilogue& ep) {
+  // Wrapping int32 arithmetic, as on the CPU: the true corrected sum fits.
+  const int32_t corrected = int32_t(uint32_t(v) - uint32_t(p.zero_point) * uint32_t(ep.row_sums[col]));
+  const float ws = ep.per_channel ? ep.w_scales[col] : ep.w_scales[0];
+  float y = __fmul_rn(float(corrected), __fmul_rn(p.scale, ws));
+  if (ep.bias) y = __fadd_rn(y, ep.bias[col]);
+  return y;
+}
 
 __device__ __forceinline__ void mma_u8s8(int32_t c[4], const uint32_t a[4], const uint32_t b[2]) {
   asm volatile(
@@ -167,12 +181,17 @@ __device__ __forceinline__ void mma_u8s8(int32_t c[4], const uint32_t a[4], cons
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-__global__ void __launch_bounds__(kThreads) gemm_u8s8(int64_t m, int64_t n, int64_t kp, const uint8_t* __restrict__ a,
-                                                      const int8_t* __restrict__ b, Epilogue ep, void* __restrict__ c) {
+// Block (x, y, z) computes output rows [32y, 32y + 32) x channels [64x, 64x + 64) over
+// the depth [z * k_split, (z + 1) * k_split) (k_split a multiple of BK; the last
+// slice ends at kp).
+__global__ void __launch_bounds__(kThreads) gemm_u8s8(int64_t m, int64_t n, int64_t kp, int64_t k_split,
+                                                      const uint8_t* __restrict__ a, const int8_t* __restrict__ b,
+                                                      Epilogue ep, void* __restrict__ c) {
   __shared__ __align__(16) uint8_t sa[BM * kStride];
   __shared__ __align__(16) uint8_t sb[BN * kStride];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int64_t row0 = int64_t(blockIdx.y) * BM, col0 = int64_t(blockIdx.x) * BN;
+  const int64_t k_begin = int64_t(blockIdx.z) * k_split, k_end = min(kp, k_begin + k_split);
 
   uint4 ra[kAChunks], rb[kBChunks];
   // Step k0's bytes into registers: chunk q of the block is row q / 16, bytes 16 * (q % 16).
@@ -181,14 +200,14 @@ __global__ void __launch_bounds__(kThreads) gemm_u8s8(int64_t m, int64_t n, int6
     for (int i = 0; i < kAChunks; ++i) {
       const int q = tid + i * kThreads, r = q / (BK / 16), ch = q % (BK / 16);
       const int64_t gk = k0 + ch * 16;
-      ra[i] = row0 + r < m && gk < kp ? *reinterpret_cast<const uint4*>(a + (row0 + r) * kp + gk)
+      ra[i] = row0 + r < m && gk < k_end ? *reinterpret_cast<const uint4*>(a + (row0 + r) * kp + gk)
                                       : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int i = 0; i < kBChunks; ++i) {
       const int q = tid + i * kThreads, r = q / (BK / 16), ch = q % (BK / 16);
       const int64_t gk = k0 + ch * 16;
-      rb[i] = col0 + r < n && gk < kp ? *reinterpret_cast<const uint4*>(b + (col0 + r) * kp + gk)
+      rb[i] = col0 + r < n && gk < k_end ? *reinterpret_cast<const uint4*>(b + (col0 + r) * kp + gk)
                                       : make_uint4(0, 0, 0, 0);
     }
   };
@@ -206,11 +225,11 @@ __global__ void __launch_bounds__(kThreads) gemm_u8s8(int64_t m, int64_t n, int6
   };
 
   int32_t acc[2][2][4] = {};
-  load(0);
-  for (int64_t k0 = 0; k0 < kp; k0 += BK) {
+  load(k_begin);
+  for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
     store();
     __syncthreads();
-    if (k0 + BK < kp) load(k0 + BK);  // in flight while the tensor cores run
+    if (k0 + BK < k_end) load(k0 + BK);  // in flight while the tensor cores run
 #pragma unroll
     for (int ks = 0; ks < BK; ks += 32) {
       uint32_t af[2][4], bf[2][2];
@@ -249,33 +268,70 @@ __global__ void __launch_bounds__(kThreads) gemm_u8s8(int64_t m, int64_t n, int6
         if (row >= m || col >= n) continue;
         const int32_t v = acc[mt][nt][e];
         if (!ep.minmax) {
-          static_cast<int32_t*>(c)[row * n + col] = v;
+          int32_t* out = static_cast<int32_t*>(c) + row * n + col;
+          if (ep.atomic) atomicAdd(out, v);
+          else *out = v;
           continue;
         }
-        // Wrapping int32 arithmetic, as on the CPU: the true corrected sum fits.
-        const int32_t corrected = int32_t(uint32_t(v) - uint32_t(p.zero_point) * uint32_t(ep.row_sums[col]));
-        const float ws = ep.per_channel ? ep.w_scales[col] : ep.w_scales[0];
-        float y = __fmul_rn(float(corrected), __fmul_rn(p.scale, ws));
-        if (ep.bias) y = __fadd_rn(y, ep.bias[col]);
-        static_cast<float*>(c)[row * n + col] = y;
+        static_cast<float*>(c)[row * n + col] = dequantized(v, col, p, ep);
       }
+}
+
+// The epilogue alone, after a split-K product has summed into `sums`.
+__global__ void dequantize_sums(int64_t m, int64_t n, const int32_t* __restrict__ sums, Epilogue ep,
+                                float* __restrict__ y) {
+  const ActParams p = act_params(ep.minmax[0], ep.minmax[1], ep.reduce_range);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < m * n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = dequantized(sums[i], i % n, p, ep);
 }
 
 size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-void launch_gemm(int64_t m, int64_t n, int64_t kp, const uint8_t* a, const int8_t* b, const Epilogue& ep, void* c,
-                 cudaStream_t stream) {
+// Depth per block. A batch of 64 rows x 4096 channels is only 128 tiles, about one
+// block of 4 warps per SM of an H200: too few loads in flight to stream the weights
+// at full bandwidth. Splitting the depth into slices gives ~4 blocks per SM; the
+// slices then add their int32 sums with atomics and a separate kernel applies the
+// epilogue.
+int64_t k_split_for(int64_t m, int64_t n, int64_t kp) {
+  const int64_t tiles = ((n + BN - 1) / BN) * ((m + BM - 1) / BM);
+  const int64_t steps = std::max<int64_t>(1, (kp + BK - 1) / BK);
+  const int64_t want = (4 * int64_t(properties().multiProcessorCount) + tiles - 1) / tiles;
+  const int64_t splits = std::min(steps, std::max<int64_t>(1, want));
+  return (steps + splits - 1) / splits * BK;
+}
+
+// The product, split or not; `sums` (m x n int32 scratch) is needed only when the
+// depth is split and `ep` has an epilogue.
+void launch_gemm(int64_t m, int64_t n, int64_t kp, const uint8_t* a, const int8_t* b, Epilogue ep, void* c,
+                 int32_t* sums, cudaStream_t stream) {
   if (m <= 0 || n <= 0) return;
-  const dim3 grid(unsigned((n + BN - 1) / BN), unsigned((m + BM - 1) / BM));
-  gemm_u8s8<<<grid, kThreads, 0, stream>>>(m, n, kp, a, b, ep, c);
+  const int64_t k_split = k_split_for(m, n, kp);
+  const int64_t splits = kp > 0 ? (kp + k_split - 1) / k_split : 1;
+  const dim3 grid(unsigned((n + BN - 1) / BN), unsigned((m + BM - 1) / BM), unsigned(splits));
+  if (splits == 1) {
+    ep.atomic = false;
+    gemm_u8s8<<<grid, kThreads, 0, stream>>>(m, n, kp, std::max<int64_t>(kp, 1), a, b, ep, c);
+    EMBER_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  int32_t* target = ep.minmax ? sums : static_cast<int32_t*>(c);
+  EMBER_CUDA_CHECK(cudaMemsetAsync(target, 0, sizeof(int32_t) * size_t(m * n), stream));
+  Epilogue raw = ep;
+  raw.minmax = nullptr;
+  raw.atomic = true;
+  gemm_u8s8<<<grid, kThreads, 0, stream>>>(m, n, kp, k_split, a, b, raw, target);
   EMBER_CUDA_CHECK_LAUNCH();
+  if (ep.minmax) {
+    dequantize_sums<<<grid_for(m * n), kBlockThreads, 0, stream>>>(m, n, sums, ep, static_cast<float*>(c));
+    EMBER_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace
 
-size_t linear_int8_workspace_bytes(int64_t m, int64_t k) {
+size_t linear_int8_workspace_bytes(int64_t m, int64_t n, int64_t k) {
   return align256(sizeof(float) * 2 * kMinMaxBlocks) + align256(sizeof(float) * 2) +
-         align256(size_t(m) * size_t(int8_padded_k16(k)));
+         align256(size_t(m) * size_t(int8_padded_k16(k))) + align256(sizeof(int32_t) * size_t(m) * size_t(n));
 }
 
 void linear_int8_dynamic(int64_t m, int64_t n, int64_t k, const float* x, const int8_t* w, const int32_t* row_sums,
@@ -283,11 +339,15 @@ void linear_int8_dynamic(int64_t m, int64_t n, int64_t k, const float* x, const 
                          void* workspace, cudaStream_t stream) {
   if (m <= 0 || n <= 0) return;
   const int64_t kp = int8_padded_k16(k);
+  // Workspace: min/max partials | final min/max | uint8 activations | int32 split-K sums.
   char* ws = static_cast<char*>(workspace);
   float* partial = reinterpret_cast<float*>(ws);
-  float* minmax = reinterpret_cast<float*>(ws + align256(sizeof(float) * 2 * kMinMaxBlocks));
-  uint8_t* aq = reinterpret_cast<uint8_t*>(ws + align256(sizeof(float) * 2 * kMinMaxBlocks) +
-                                           align256(sizeof(float) * 2));
+  ws += align256(sizeof(float) * 2 * kMinMaxBlocks);
+  float* minmax = reinterpret_cast<float*>(ws);
+  ws += align256(sizeof(float) * 2);
+  uint8_t* aq = reinterpret_cast<uint8_t*>(ws);
+  ws += align256(size_t(m) * size_t(kp));
+  int32_t* sums = reinterpret_cast<int32_t*>(ws);
   const int64_t count = m * k;
   const int blocks = int(std::max<int64_t>(1, std::min<int64_t>(kMinMaxBlocks, (count + 1023) / 1024)));
   min_max_partial<<<blocks, 256, 0, stream>>>(x, count, partial);
@@ -295,14 +355,14 @@ void linear_int8_dynamic(int64_t m, int64_t n, int64_t k, const float* x, const 
   quantize_rows<<<grid_for(m * kp), kBlockThreads, 0, stream>>>(x, m, k, kp, partial, blocks, reduce_range, aq,
                                                                  minmax);
   EMBER_CUDA_CHECK_LAUNCH();
-  const Epilogue ep{minmax, reduce_range, row_sums, w_scales, per_channel, bias};
-  launch_gemm(m, n, kp, aq, w, ep, y, stream);
+  const Epilogue ep{minmax, reduce_range, row_sums, w_scales, per_channel, bias, false};
+  launch_gemm(m, n, kp, aq, w, ep, y, sums, stream);
 }
 
 void gemm_int8_s32(int64_t m, int64_t n, int64_t kp, const uint8_t* a, const int8_t* b, int32_t* c,
                    cudaStream_t stream) {
-  const Epilogue raw{nullptr, false, nullptr, nullptr, false, nullptr};
-  launch_gemm(m, n, kp, a, b, raw, c, stream);
+  const Epilogue raw{nullptr, false, nullptr, nullptr, false, nullptr, false};
+  launch_gemm(m, n, kp, a, b, raw, c, nullptr, stream);
 }
 
 }  // namespace ember::cuda
