@@ -29,11 +29,11 @@ namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-std::string script_path() {
+std::string script_path(const std::string& script = "torch_seed_net.py") {
 #ifdef EMBER_BENCH_SOURCE_DIR
-  return std::string(EMBER_BENCH_SOURCE_DIR) + "/peers/torch_seed_net.py";
+  return std::string(EMBER_BENCH_SOURCE_DIR) + "/peers/" + script;
 #else
-  return "bench/peers/torch_seed_net.py";
+  return "bench/peers/" + script;
 #endif
 }
 
@@ -130,8 +130,8 @@ bool torch_peer_available(std::string* why) {
 }
 
 std::optional<nlohmann::json> run_torch_peer(const std::vector<std::string>& args, int threads,
-                                             std::string* why) {
-  std::vector<std::string> argv = {kPython, script_path()};
+                                             std::string* why, const std::string& script) {
+  std::vector<std::string> argv = {kPython, script_path(script)};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--threads");
   argv.push_back(std::to_string(threads));
@@ -139,7 +139,7 @@ std::optional<nlohmann::json> run_torch_peer(const std::vector<std::string>& arg
   const int rc = spawn_and_read(argv, peer_overrides(threads), &out, why);
   if (rc < 0) return std::nullopt;
   if (rc != 0) {
-    *why = "torch_seed_net.py exited with status " + std::to_string(rc);
+    *why = script + " exited with status " + std::to_string(rc);
     return std::nullopt;
   }
   // The result is the last line that parses as a JSON object.
@@ -151,7 +151,7 @@ std::optional<nlohmann::json> run_torch_peer(const std::vector<std::string>& arg
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_discarded()) result = std::move(j);
   }
-  if (!result) *why = "torch_seed_net.py printed no JSON line";
+  if (!result) *why = script + " printed no JSON line";
   return result;
 }
 

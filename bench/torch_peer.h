@@ -19,8 +19,9 @@ bool torch_peer_available(std::string* why = nullptr);
 // --threads `threads`, with torch.set_num_threads(threads), OMP_NUM_THREADS=threads,
 // OPENBLAS_NUM_THREADS=1 and OPENBLAS_CORETYPE=SkylakeX (avx512f) or Haswell (avx2).
 // The parsed JSON, or nullopt with *why set when the child fails.
+// `script` names another peer script in bench/peers/ (the quant suite's).
 std::optional<nlohmann::json> run_torch_peer(const std::vector<std::string>& args, int threads,
-                                             std::string* why);
+                                             std::string* why, const std::string& script = "torch_seed_net.py");
 
 // The environment the peer runs in, for the suite's header line.
 std::string torch_peer_environment(int threads);

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> batch_sizes{100};
   std::vector<int> workers{0};
   train::TrainOptions options;
-  std::string data_dir = ember::data::FashionMNIST::kDefaultRoot, optimizer = "adam";
+  std::string data_dir = ember::data::FashionMNIST::kDefaultRoot, optimizer = "adam", model = "network";
   int threads = 2;
   bool quiet = false;
   app.add_option("--device", devices, "auto|cpu|cuda[:N], comma separated (auto: CUDA when available)")
@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", options.out_dir, "folder for results, models and TensorBoard logs");
   app.add_option("--data", data_dir, "folder with the FashionMNIST IDX files");
   app.add_option("--optimizer", optimizer, "adam or sgd (momentum 0.9)")->check(CLI::IsMember({"adam", "sgd"}));
+  app.add_option("--model", model, "network (the seed CNN) or mlp (784-1024-1024-10)")
+      ->check(CLI::IsMember({"network", "mlp"}));
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--train-limit", options.train_limit, "train on the first N images only (0: all)");
   app.add_flag("--quiet", quiet, "no progress bars");
@@ -70,7 +72,7 @@ int main(int argc, char** argv) {
     std::printf("FashionMNIST: %lld training and %lld test images from %s\n",
                 static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()), data_dir.c_str());
     std::vector<train::EpochResult> rows;
-    const auto runs = train::expand_grid(lrs, batch_sizes, workers, devices, optimizer);
+    const auto runs = train::expand_grid(lrs, batch_sizes, workers, devices, optimizer, model);
     for (const auto& run : runs) {
       std::printf("run %d/%zu: lr %g, batch size %lld, workers %d, device %s\n", run.run, runs.size(), run.lr,
                   static_cast<long long>(run.batch_size), run.num_workers, run.device.c_str());

@@ -15,6 +15,7 @@ struct RunConfig {
   int num_workers = 0;
   std::string device = "cpu";
   std::string optimizer = "adam";
+  std::string model = "network";  // see models.h
 };
 
 struct EpochResult {
@@ -31,6 +32,6 @@ struct EpochResult {
 // (the last varies fastest), numbered from 1.
 std::vector<RunConfig> expand_grid(const std::vector<double>& lrs, const std::vector<int64_t>& batch_sizes,
                                    const std::vector<int>& workers, const std::vector<std::string>& devices,
-                                   const std::string& optimizer);
+                                   const std::string& optimizer, const std::string& model = "network");
 
 }  // namespace train

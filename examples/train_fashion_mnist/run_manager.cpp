@@ -14,6 +14,7 @@
 #include "nn/nn.h"
 #include "nn/serialize/safetensors.h"
 #include "nn/serialize/summary_writer.h"
+#include "models.h"
 #include "progress.h"
 
 namespace train {
@@ -66,7 +67,7 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
                                    const data::FashionMNIST& train_set, const data::FashionMNIST& test_set) {
   const Device device(config.device);
   manual_seed(options.seed);
-  auto net = std::make_shared<nn::Network>();
+  auto net = make_model(config.model);
   net->to(device);
   std::shared_ptr<nn::Module> model = net;
   int rank = 0, world = 1;
@@ -160,7 +161,9 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
   if (rank != 0) return results;
   writer->close();
   serialize::save_safetensors(net->state_dict(), run_dir + "/model.safetensors",
-                              {{"network", "seed FashionMNIST CNN"}, {"epochs", std::to_string(options.epochs)}});
+                              {{"network", config.model == "mlp" ? "MLP 784-1024-1024-10" : "seed FashionMNIST CNN"},
+                               {"model", config.model},
+                               {"epochs", std::to_string(options.epochs)}});
   return results;
 }
 

@@ -13,14 +13,18 @@ Network::Network() : Module("Network") {
   out = register_module("out", std::make_shared<Linear>(60, 10));
 }
 
+// The layers run as registered, not through the typed members, so that a layer
+// swapped in by quant::quantize_dynamic (an int8 Linear) is the one that runs.
 Tensor Network::forward(const Tensor& x) {
   namespace F = functional;
-  Tensor t = F::max_pool2d(F::relu((*conv1)(x)), {2, 2});
-  t = F::max_pool2d(F::relu((*conv2)(t)), {2, 2});
+  const auto layers = named_children();  // conv1, conv2, fc1, fc2, out
+  auto layer = [&](size_t i, const Tensor& in) { return (*layers[i].second)(in); };
+  Tensor t = F::max_pool2d(F::relu(layer(0, x)), {2, 2});
+  t = F::max_pool2d(F::relu(layer(1, t)), {2, 2});
   t = t.flatten(1);
-  t = F::relu((*fc1)(t));
-  t = F::relu((*fc2)(t));
-  return (*out)(t);
+  t = F::relu(layer(2, t));
+  t = F::relu(layer(3, t));
+  return layer(4, t);
 }
 
 }  // namespace ember::nn

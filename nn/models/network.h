@@ -16,6 +16,8 @@ class Network : public Module {
   // x: [N, 1, 28, 28] -> logits [N, 10].
   Tensor forward(const Tensor& x) override;
 
+  // The float layers as built; after quant::quantize_dynamic the registered
+  // children (named_children) hold the int8 versions and these are no longer used.
   std::shared_ptr<Conv2d> conv1, conv2;
   std::shared_ptr<Linear> fc1, fc2, out;
 };

@@ -1,0 +1,10 @@
+// The quant layer in one include: parameters, quantized tensors, the int8 Linear,
+// quantize_dynamic and saving/loading quantized models. docs/quant.md explains them.
+#pragma once
+
+#include "quant/dynamic_linear.h"
+#include "quant/linear_int8.h"
+#include "quant/qparams.h"
+#include "quant/quantize_dynamic.h"
+#include "quant/quantized_tensor.h"
+#include "quant/serialize.h"
