@@ -38,6 +38,9 @@ void unscale_on_device(const Device& device, std::vector<Tensor>& grads, const T
   if (device.is_cuda()) {
     std::vector<cuda::GradBuffer> cuda_buffers;
     for (const auto& b : buffers) cuda_buffers.push_back({b.data, b.numel, b.dtype});
+    // The launch sizes its grid from the current device and must go to a stream of
+    // the current device: make the gradients' device current for the call.
+    cuda::DeviceScope scope(device.index());
     cuda::amp_unscale_grads(cuda_buffers.data(), static_cast<int>(cuda_buffers.size()), scale.data_ptr<float>(),
                             found_inf.data_ptr<float>(), cuda::stream(device.index()));
     return;
@@ -158,6 +161,7 @@ void GradScaler::update(std::optional<double> new_scale) {
                           options_.growth_factor, options_.backoff_factor, options_.growth_interval);
   } else {
 #if EMBER_HAVE_CUDA
+    cuda::DeviceScope scope(scale_.device().index());  // launch on the scale's device
     cuda::amp_update_scale(scale_.data_ptr<float>(), growth_tracker_.data_ptr<int32_t>(), found.data_ptr<float>(),
                            options_.growth_factor, options_.backoff_factor, options_.growth_interval,
                            cuda::stream(scale_.device().index()));

@@ -71,8 +71,8 @@ class GradScaler {
   void check_initialized(const char* function) const;
 
   GradScalerOptions options_;
-  Tensor scale_;           // float32 0-dim, on the device of the first scaled output
-  Tensor growth_tracker_;  // int32 0-dim, same device
+  Tensor scale_;           // float32 [1] (as PyTorch), on the device of the first scaled output
+  Tensor growth_tracker_;  // int32 [1], same device
   int64_t init_growth_tracker_ = 0;
   std::map<const optim::Optimizer*, OptimizerState> per_optimizer_;
 };
