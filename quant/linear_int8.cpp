@@ -65,6 +65,9 @@ void check_input(const Tensor& x, const PackedLinearInt8& w, const char* op) {
     throw DeviceError(msg("Expected object of device type ", device_type_name(w.device.type()),
                           " but got device type ", device_type_name(x.device().type()),
                           " for argument #1 'self' in call to ", op));
+  // Same type but another GPU: the kernels would read the weights from the wrong device.
+  if (x.device() != w.device)
+    throw DeviceError(msg("expected device ", w.device.str(), " but got device ", x.device().str()));
   if (x.dtype() != kFloat32) throw DTypeError(msg(op, ": expected a float32 input, got ", x.dtype()));
   if (x.dim() < 1 || x.size(-1) != w.in_features) {
     int64_t rows = 1;
