@@ -32,17 +32,17 @@ struct NcclState {
   bool aborted = false;
 
   ~NcclState() {
-    if (!comm) return;
     cuda::DeviceScope scope(device);
-    if (!aborted) {
+    if (comm && !aborted) {
       ncclCommFinalize(comm);
       ncclResult_t st = ncclInProgress;
       while (st == ncclInProgress) ncclCommGetAsyncError(comm, &st);
       ncclCommDestroy(comm);
     }
-    cudaEventDestroy(ready);
-    cudaEventDestroy(done);
-    cudaStreamDestroy(stream);
+    // Also after a failed start (comm null or aborted): the stream and events exist.
+    if (ready) cudaEventDestroy(ready);
+    if (done) cudaEventDestroy(done);
+    if (stream) cudaStreamDestroy(stream);
   }
 };
 
@@ -188,8 +188,12 @@ std::unique_ptr<NcclProcessGroup> NcclProcessGroup::create(std::chrono::millisec
     }
     ncclCommGetAsyncError(state->comm, &st);
   }
-  if (st != ncclSuccess)
+  if (st != ncclSuccess) {
+    // A communicator that failed to start cannot be finalized: abort it.
+    ncclCommAbort(state->comm);
+    state->aborted = true;
     throw DistError(std::string("init_process_group: NCCL failed to start: ") + ncclGetErrorString(st));
+  }
   state->barrier_buffer = zeros({1}, {kFloat32, Device(DeviceType::CUDA, state->device)});
 
   auto thread = std::make_unique<CommThread>(
