@@ -92,14 +92,24 @@ void pinned_release(void* ptr, cudaStream_t stream) {
 void host_to_device(void* device_dst, const void* host_src, size_t nbytes, cudaStream_t stream, bool blocking) {
   if (nbytes == 0) return;
   const size_t chunk = std::min(nbytes, kChunk);
-  for (size_t done = 0; done < nbytes; done += chunk) {
+  // Two buffers at most, however large the copy: the host fills one while the DMA
+  // drains the other, and waits for a buffer's previous DMA before refilling it.
+  void* stage[2] = {pinned_acquire(chunk), nbytes > chunk ? pinned_acquire(chunk) : nullptr};
+  cudaEvent_t drained[2] = {nullptr, nullptr};
+  for (cudaEvent_t& e : drained) EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  size_t i = 0;
+  for (size_t done = 0; done < nbytes; done += chunk, ++i) {
     const size_t n = std::min(chunk, nbytes - done);
-    void* stage = pinned_acquire(n);
-    std::memcpy(stage, static_cast<const char*>(host_src) + done, n);
+    if (i >= 2) EMBER_CUDA_CHECK(cudaEventSynchronize(drained[i % 2]));
+    std::memcpy(stage[i % 2], static_cast<const char*>(host_src) + done, n);
     EMBER_CUDA_CHECK(
-        cudaMemcpyAsync(static_cast<char*>(device_dst) + done, stage, n, cudaMemcpyHostToDevice, stream));
-    pinned_release(stage, stream);
+        cudaMemcpyAsync(static_cast<char*>(device_dst) + done, stage[i % 2], n, cudaMemcpyHostToDevice, stream));
+    EMBER_CUDA_CHECK(cudaEventRecord(drained[i % 2], stream));
   }
+  for (cudaEvent_t e : drained) cudaEventDestroy(e);  // released once recorded work completes
+  // Back to the cache, reusable once the copies queued on `stream` are done.
+  pinned_release(stage[0], stream);
+  pinned_release(stage[1], stream);
   if (blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
