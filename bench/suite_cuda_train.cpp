@@ -11,9 +11,10 @@
 // FMA peak. Times are reported in ms per epoch (the table prints peers and floors
 // to one decimal).
 //
-// Mixed precision: Ember has no autocast yet. When it does, the AMP column is one
-// more epoch_seconds() run with the network under autocast (a third Record, "epoch
-// b=1000 amp", beside this one); until then nothing is reported for it.
+// Mixed precision: not measured yet, although Ember has autocast and GradScaler
+// (nn/amp, docs/amp.md). The AMP column is to be one more epoch_seconds() run with
+// the forward under autocast (a third Record, "epoch b=1000 amp", beside this one);
+// until then nothing is reported for it.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
