@@ -1,7 +1,8 @@
 // The int8 GEMM (kernels/cpu/gemm_int8): every kernel this CPU can run, exact against
 // a plain int32 loop on random data that includes the extreme codes (255 x -128, the
 // largest products) and sizes that are not multiples of the tile (k % 4, n % 32,
-// rows % 12); and the fused epilogue against a float64 evaluation of its formula.
+// rows % 10, with every row-block height 1..10 of the VNNI kernel); and the fused
+// epilogue against a float64 evaluation of its formula.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -86,7 +87,8 @@ TEST_CASE("int8 gemm: exact int32 sums against a plain loop", "[quant][gemm_int8
   std::mt19937 g(7);
   const std::vector<std::array<int64_t, 3>> sizes = {
       {1, 1, 1},   {1, 10, 784}, {3, 33, 5},   {12, 32, 64}, {13, 31, 7},    {25, 70, 130},
-      {64, 96, 257}, {1, 100, 3}, {7, 1, 1001}, {40, 65, 0}, {130, 40, 9}, {2, 3, 4}};
+      {64, 96, 257}, {1, 100, 3}, {7, 1, 1001}, {40, 65, 0}, {130, 40, 9}, {2, 3, 4},
+      {4, 40, 21},  {5, 33, 66}};  // with the rest, the VNNI kernel runs blocks of 1, 2, ... 10 rows
   for (const char* name : kernels_here()) {
     REQUIRE(cpu::set_gemm_int8_kernel(name));
     for (const auto& [m, n, k] : sizes) {
