@@ -11,10 +11,10 @@
 // FMA peak. Times are reported in ms per epoch (the table prints peers and floors
 // to one decimal).
 //
-// Mixed precision: not measured yet, although Ember has autocast and GradScaler
-// (nn/amp, docs/amp.md). The AMP column is to be one more epoch_seconds() run with
-// the forward under autocast (a third Record, "epoch b=1000 amp", beside this one);
-// until then nothing is reported for it.
+// Mixed precision: one more CUDA epoch with the forward and loss under autocast
+// (float16) and backward/step through a GradScaler (nn/amp, docs/amp.md), reported
+// beside the float32 CUDA epoch ("epoch b=1000 amp fp16", peer: the float32 CUDA
+// epoch), since the AMP target is to beat float32 on the same GPU.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -69,7 +69,7 @@ struct Epoch {
 
 // A warm-up on a throw-away model (kernel modules, cuBLAS/cuDNN handles, the
 // caching allocator's blocks), then a fresh model's first epoch, timed.
-Epoch epoch_seconds(const Data& d, const Device& device) {
+Epoch epoch_seconds(const Data& d, const Device& device, std::optional<DType> amp = std::nullopt) {
   const data::DataLoader::Options options{.batch_size = kBatch, .shuffle = true, .seed = 0};
   data::DataLoader loader(d.images, d.labels, options);
   {
@@ -77,7 +77,7 @@ Epoch epoch_seconds(const Data& d, const Device& device) {
     auto warm = std::make_shared<nn::Network>();
     warm->to(device);
     nn::optim::Adam warm_opt(warm->parameters(), 0.01);
-    train_pass(*warm, warm_opt, loader, device, 0, kWarmupBatches);
+    train_pass(*warm, warm_opt, loader, device, 0, kWarmupBatches, amp);
   }
   if (device.is_cuda()) cuda::synchronize();
   manual_seed(0);
@@ -86,7 +86,7 @@ Epoch epoch_seconds(const Data& d, const Device& device) {
   nn::optim::Adam opt(net->parameters(), 0.01);
   Epoch e;
   const auto t0 = Clock::now();
-  e.mean_loss = train_pass(*net, opt, loader, device, 0);
+  e.mean_loss = train_pass(*net, opt, loader, device, 0, 0, amp);
   if (device.is_cuda()) cuda::synchronize();
   e.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (d.test) {
@@ -115,10 +115,14 @@ void run(const Options& opt, Report& report) {
               "CPU epoch on %d threads\n",
               static_cast<long long>(kBatch), opt.threads);
   std::fflush(stdout);
-  std::optional<Epoch> gpu, cpu;
+  std::optional<Epoch> gpu, cpu, gpu_amp;
   cuda_case(report, "cuda_train cuda epoch", [&] {
     gpu = epoch_seconds(d, Device("cuda"));
     check(report, d, "cuda", *gpu);
+  });
+  cuda_case(report, "cuda_train cuda amp epoch", [&] {
+    gpu_amp = epoch_seconds(d, Device("cuda"), kFloat16);
+    check(report, d, "amp", *gpu_amp);
   });
   cuda_case(report, "cuda_train cpu epoch", [&] {
     cpu = epoch_seconds(d, kCPU);
@@ -136,6 +140,16 @@ void run(const Options& opt, Report& report) {
   if (cpu) r.peer = 1e3 * cpu->seconds;
   r.floor = 1e3 * kTrainFlopsPerImage * double(d.images.size(0)) / (measured_cuda_fma_peak_tflops() * 1e12);
   report.add(std::move(r));
+  if (gpu_amp) {
+    Record a;
+    a.suite = "cuda_train";
+    a.case_name = "epoch b=" + std::to_string(kBatch) + " amp fp16";
+    a.unit = "ms/epoch (lower is better)";
+    a.ember = 1e3 * gpu_amp->seconds;
+    a.peer_name = "ember-cuda-float32";
+    a.peer = 1e3 * gpu->seconds;
+    report.add(std::move(a));
+  }
   if (cpu) {
     Record s;
     s.suite = "cuda_train";

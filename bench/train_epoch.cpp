@@ -4,20 +4,30 @@
 
 #include <algorithm>
 
+#include "nn/amp/autocast.h"
+#include "nn/amp/grad_scaler.h"
+
 namespace ember::bench {
 
 double train_pass(nn::Network& net, nn::optim::Optimizer& opt, const data::DataLoader& loader,
-                  const Device& device, int64_t epoch, int max_batches) {
+                  const Device& device, int64_t epoch, int max_batches, std::optional<DType> amp) {
   double loss_sum = 0;
   int batches = 0;
+  nn::amp::GradScaler scaler(nn::amp::GradScalerOptions{.enabled = amp.has_value()});
   for (data::Batch& batch : loader.epoch(epoch)) {
     if (max_batches > 0 && batches >= max_batches) break;
     Tensor x = batch.inputs, y = batch.targets;
     if (device.is_cuda()) x = x.to(device), y = y.to(device);
-    Tensor loss = nn::functional::cross_entropy(net(x), y);
+    Tensor loss;
+    {
+      std::optional<nn::amp::AutocastGuard> autocast;
+      if (amp) autocast.emplace(device.type(), *amp);
+      loss = nn::functional::cross_entropy(net(x), y);
+    }
     opt.zero_grad();
-    loss.backward();
-    opt.step();
+    scaler.scale(loss).backward();  // with amp off the scaler passes everything through
+    scaler.step(opt);
+    scaler.update();
     loss_sum += loss.item<double>();
     ++batches;
   }

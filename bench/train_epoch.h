@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "ember.h"
 #include "nn/data/dataloader.h"
@@ -22,9 +23,12 @@ inline constexpr double kTrainFlopsPerImage = 2 * (2 * kForwardMacs + (kForwardM
 // One pass of `loader`'s epoch `epoch` with cross-entropy, reading loss.item() every
 // step as a logging loop does; each batch is copied to `device` first when that is a
 // GPU (inside the caller's timed region). Stops after max_batches when positive.
-// Returns the mean loss.
+// Returns the mean loss. With `amp` (float16 or bfloat16) the forward and the loss
+// run under autocast and backward/step go through a GradScaler, as
+// train_fashion_mnist --amp does.
 double train_pass(nn::Network& net, nn::optim::Optimizer& opt, const data::DataLoader& loader,
-                  const Device& device, int64_t epoch, int max_batches = 0);
+                  const Device& device, int64_t epoch, int max_batches = 0,
+                  std::optional<DType> amp = std::nullopt);
 
 // Test-set accuracy of a network on the CPU, in chunks of 1000 images, in eval mode
 // (restored to train mode after).
