@@ -100,6 +100,10 @@ class Tensor {
   // ---- copies and conversions ----
   Tensor contiguous() const;
   Tensor clone() const;
+  // Copies src (broadcast, converted) into this tensor, across devices too. With
+  // non_blocking a host-to-device copy returns once the host data is staged in
+  // pinned memory (the source may be reused at once); device-to-host copies always
+  // wait, since the data must be in host memory on return.
   Tensor& copy_(const Tensor& src, bool non_blocking = false);
   Tensor to(Device device, bool non_blocking = false) const;
   Tensor to(DType dtype) const;
