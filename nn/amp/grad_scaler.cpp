@@ -27,6 +27,10 @@ void check_options(const GradScalerOptions& o) {
 
 // Runs the fused unscale-and-check over `grads` (all on `device`, contiguous).
 void unscale_on_device(const Device& device, std::vector<Tensor>& grads, const Tensor& scale, Tensor& found_inf) {
+  // Checked before any data pointer is read (a meta tensor has none).
+  if (!device.is_cpu() && !(EMBER_HAVE_CUDA && device.is_cuda()))
+    throw NotImplementedError(
+        msg("GradScaler.unscale_: no kernel for device ", device, " and dtype ", grads.front().dtype()));
   std::vector<cpu::GradBuffer> buffers;
   for (Tensor& g : grads) buffers.push_back({g.data_ptr(), g.numel(), g.dtype()});
   if (device.is_cpu()) {
@@ -46,7 +50,7 @@ void unscale_on_device(const Device& device, std::vector<Tensor>& grads, const T
     return;
   }
 #endif
-  throw NotImplementedError(msg("GradScaler.unscale_: not implemented for device ", device));
+  __builtin_unreachable();  // the device was checked above
 }
 
 }  // namespace
@@ -159,15 +163,16 @@ void GradScaler::update(std::optional<double> new_scale) {
   if (scale_.device().is_cpu()) {
     cpu::amp_update_scale(scale_.data_ptr<float>(), growth_tracker_.data_ptr<int32_t>(), found.data_ptr<float>(),
                           options_.growth_factor, options_.backoff_factor, options_.growth_interval);
-  } else {
 #if EMBER_HAVE_CUDA
+  } else if (scale_.device().is_cuda()) {
     cuda::DeviceScope scope(scale_.device().index());  // launch on the scale's device
     cuda::amp_update_scale(scale_.data_ptr<float>(), growth_tracker_.data_ptr<int32_t>(), found.data_ptr<float>(),
                            options_.growth_factor, options_.backoff_factor, options_.growth_interval,
                            cuda::stream(scale_.device().index()));
-#else
-    throw NotImplementedError(msg("GradScaler.update: not implemented for device ", scale_.device()));
 #endif
+  } else {
+    throw NotImplementedError(
+        msg("GradScaler.update: no kernel for device ", scale_.device(), " and dtype ", scale_.dtype()));
   }
   bump_version(scale_);
   per_optimizer_.clear();

@@ -525,6 +525,17 @@ TEST_CASE("GradScaler: calls out of order raise the documented errors", "[amp][s
     CHECK_THROWS_WITH(s.load_state_dict(sd), "GradScaler.load_state_dict: missing key '_growth_tracker'");
     CHECK(s.get_scale() == 65536.0);  // nothing loaded
   }
+  {
+    // Gradients on a device without kernels (meta) are refused by name before any
+    // data is read.
+    nn::Linear meta_fc(2, 1);
+    meta_fc.to(kMeta);
+    for (Tensor& p : meta_fc.parameters()) p.mutable_grad() = zeros_like(p.detach());
+    nn::optim::SGD meta_opt(meta_fc.parameters(), 0.1);
+    GradScaler s;
+    s.scale(zeros({}, kMeta));
+    CHECK_THROWS_WITH(s.unscale_(meta_opt), "GradScaler.unscale_: no kernel for device meta and dtype float32");
+  }
   CHECK_THROWS_WITH(GradScaler().load_state_dict({}),
                     "The source state dict is empty, possibly because it was saved from a disabled instance of "
                     "GradScaler.");
