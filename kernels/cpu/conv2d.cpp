@@ -339,35 +339,36 @@ int team_size(int64_t n, double macs) {
   return int(std::min<int64_t>(n, omp_get_max_threads()));
 }
 
-// Runs body(lo, hi, tid, slice) over contiguous image ranges covering [0, n) on up
-// to nt threads, each with its own `slice` elements of scratch. Returns the number
-// of ranges; *base and *stride locate the slices afterwards. A cpu::gemm workspace
+// How many fixed image ranges the weight gradient of a batch of n is cut into: up
+// to kWeightRanges (enough threads to keep busy on most machines), fewer when the
+// partial dW of each would take more than kWeightPartialBytes in all.
+constexpr int64_t kWeightRanges = 16;
+constexpr int64_t kWeightPartialBytes = 64 << 20;
+int64_t weight_ranges(int64_t n, int64_t part_bytes) {
+  const int64_t by_memory = 1 + kWeightPartialBytes / std::max<int64_t>(part_bytes, 1);
+  return std::clamp<int64_t>(std::min(kWeightRanges, by_memory), 1, std::max<int64_t>(n, 1));
+}
+
+// Runs body(lo, hi, slice) over contiguous image ranges covering [0, n) on up to
+// nt threads, each with its own `slice` elements of scratch. A cpu::gemm workspace
 // that cannot grow throws inside the team: the first exception is rethrown here.
 template <class T, class Body>
-int for_ranges(int64_t n, int nt, int64_t slice_elems, Body&& body, T** base, int64_t* stride) {
+void for_ranges(int64_t n, int nt, int64_t slice_elems, Body&& body) {
   const int64_t slice = round_up(std::max<int64_t>(slice_elems, 1), 64 / int64_t(sizeof(T)));
   T* ws = static_cast<T*>(scratch.get(sizeof(T) * size_t(slice * nt)));
-  *base = ws;
-  *stride = slice;
-  if (nt <= 1) {
-    body(int64_t(0), n, 0, ws);
-    return 1;
-  }
+  if (nt <= 1) return body(int64_t(0), n, ws);
   std::exception_ptr error;
-  int team = 1;
 #pragma omp parallel num_threads(nt)
   {
     const int tid = omp_get_thread_num(), got = omp_get_num_threads();
-    if (tid == 0) team = got;
     try {
-      body(n * tid / got, n * (tid + 1) / got, tid, ws + tid * slice);
+      body(n * tid / got, n * (tid + 1) / got, ws + tid * slice);
     } catch (...) {
 #pragma omp critical(ember_conv2d_error)
       if (!error) error = std::current_exception();
     }
   }
   if (error) std::rethrow_exception(error);
-  return team;
 }
 
 template <class T>
@@ -379,11 +380,7 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
   const Kernels<T>& k = direct ? direct_kernels<T>() : general_kernels<T>();
   const Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
-  T* base;
-  int64_t stride;
-  for_ranges<T>(
-      s.n, nt, k.forward_scratch(a),
-      [&](int64_t lo, int64_t hi, int, T* ws) { k.forward(a, lo, hi, ws); }, &base, &stride);
+  for_ranges<T>(s.n, nt, k.forward_scratch(a), [&](int64_t lo, int64_t hi, T* ws) { k.forward(a, lo, hi, ws); });
 }
 
 template <class T>
@@ -399,12 +396,8 @@ void backward_input_impl(const Conv2dShape& s, const T* gy, const T* w, T* gx) {
   const Kernels<T>& k = direct ? direct_kernels<T>() : general_kernels<T>();
   const Args<T> a{&s, &d, &v, nullptr, w, nullptr, gy, gx};
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
-  T* base;
-  int64_t stride;
-  for_ranges<T>(
-      s.n, nt, k.backward_input_scratch(a),
-      [&](int64_t lo, int64_t hi, int, T* ws) { k.backward_input(a, lo, hi, ws); }, &base,
-      &stride);
+  for_ranges<T>(s.n, nt, k.backward_input_scratch(a),
+                [&](int64_t lo, int64_t hi, T* ws) { k.backward_input(a, lo, hi, ws); });
 }
 
 template <class T>
@@ -420,23 +413,41 @@ void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, 
   const Direct v = direct ? Direct(s, d) : Direct();
   const Kernels<T>& k = direct ? direct_kernels<T>() : general_kernels<T>();
   const Args<T> a{&s, &d, &v, x, nullptr, nullptr, gy, nullptr};
-  const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
-  // Each thread's slice: the kernel's scratch, then (threads other than 0) its
-  // partial dW and db; thread 0 sums straight into the outputs.
+  // The batch is cut into ranges fixed by the shape, never by the thread count:
+  // each range sums its images into its own partial dW and db, and the partials
+  // are added in range order. So the gradient has the same bits on 1 thread or 64,
+  // and a seeded training run does not change with --threads. (forward and
+  // backward_input need no such care: each of their outputs comes from one image.)
   const int64_t work = round_up(k.backward_weight_scratch(a), 16);
   const int64_t part = round_up(w_elems + s.c_out, 16);
-  T* base;
-  int64_t stride;
-  const int team = for_ranges<T>(
-      s.n, nt, work + part,
-      [&](int64_t lo, int64_t hi, int tid, T* ws) {
-        T* pw = tid == 0 ? gw : ws + work;
-        T* pb = !gb ? nullptr : tid == 0 ? gb : ws + work + w_elems;
-        k.backward_weight(a, lo, hi, ws, pw, pb);
-      },
-      &base, &stride);
-  for (int t = 1; t < team; ++t) {
-    const T* pw = base + t * stride + work;
+  const int64_t ranges = weight_ranges(s.n, part * int64_t(sizeof(T)));
+  const int nt = int(std::min<int64_t>(team_size(s.n, double(s.c_out) * double(d.K) * double(d.P)), ranges));
+  // Scratch: each thread's kernel workspace, then the partials of ranges 1..;
+  // range 0 sums straight into the outputs.
+  T* ws = static_cast<T*>(scratch.get(sizeof(T) * size_t(work * nt + part * (ranges - 1))));
+  T* partials = ws + work * nt;
+  auto run_range = [&](int64_t r, int tid) {
+    T* pw = r == 0 ? gw : partials + (r - 1) * part;
+    T* pb = !gb ? nullptr : r == 0 ? gb : partials + (r - 1) * part + w_elems;
+    k.backward_weight(a, s.n * r / ranges, s.n * (r + 1) / ranges, ws + tid * work, pw, pb);
+  };
+  if (nt <= 1) {
+    for (int64_t r = 0; r < ranges; ++r) run_range(r, 0);
+  } else {
+    std::exception_ptr error;
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int64_t r = 0; r < ranges; ++r) {
+      try {
+        run_range(r, omp_get_thread_num());
+      } catch (...) {
+#pragma omp critical(ember_conv2d_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+  }
+  for (int64_t r = 1; r < ranges; ++r) {
+    const T* pw = partials + (r - 1) * part;
     for (int64_t j = 0; j < w_elems; ++j) gw[j] += pw[j];
     if (gb)
       for (int64_t co = 0; co < s.c_out; ++co) gb[co] += pw[w_elems + co];

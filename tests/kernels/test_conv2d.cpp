@@ -4,7 +4,8 @@
 // reaches), grad_w (grad_y correlated with x) and grad_b. Shapes cover stride,
 // padding, dilation, groups, non-square kernels and inputs, 1x1 kernels, single
 // images and batches (one thread and the team), and the FashionMNIST net's layers;
-// the gradients are also checked against central differences.
+// the gradients are also checked against central differences, and the weight
+// gradient must have the same bits whatever the thread count.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "kernels/base/error.h"
+#include "kernels/base/parallel.h"
 #include "kernels/cpu/conv2d.h"
 
 #include "support/kernel_compare.h"
@@ -68,6 +70,9 @@ std::vector<Case> cases() {
       {"net conv1, batch 3", shape(3, 1, 28, 28, 6, 5, 5), true},
       {"net conv2, batch 5", shape(5, 6, 12, 12, 12, 5, 5), true},
       {"net conv2, batch 1", shape(1, 6, 12, 12, 12, 5, 5), true},
+      // More images than the weight gradient's 16 ranges: partials summed in order.
+      {"net conv2, batch 37", shape(37, 6, 12, 12, 12, 5, 5), true},
+      {"stride 2, pad 1, batch 21 (im2col path)", shape(21, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1), true},
   };
 }
 
@@ -241,6 +246,34 @@ TEST_CASE("conv2d repeated calls reuse scratch and give the same result", "[kern
   ember::cpu::conv2d_forward(DType::Float32, small, xs.data(), ws.data(), nullptr, ys.data());
   ember::cpu::conv2d_forward(DType::Float32, big, xb.data(), wb.data(), nullptr, y2.data());
   CHECK(y1 == y2);
+}
+
+TEST_CASE("conv2d weight gradient has the same bits on any number of threads", "[kernels][conv2d]") {
+  // The batch is cut into ranges fixed by the shape, so a seeded training run does
+  // not depend on --threads. Batches below, at and above the 16 ranges; both paths.
+  struct Restore {
+    int threads = ember::get_num_threads();
+    ~Restore() { ember::set_num_threads(threads); }
+  } restore;
+  const Conv2dShape shapes[] = {shape(100, 1, 28, 28, 6, 5, 5), shape(100, 6, 12, 12, 12, 5, 5),
+                                shape(16, 6, 12, 12, 12, 5, 5), shape(7, 6, 12, 12, 12, 5, 5),
+                                shape(40, 3, 17, 17, 8, 3, 3, 2, 2, 1, 1)};
+  for (const Conv2dShape& s : shapes) {
+    std::mt19937 g(7);
+    const Sizes z = sizes(s);
+    const auto x = as<float>(random_values(z.x, g)), gy = as<float>(random_values(z.y, g));
+    std::vector<float> gw1(z.w), gb1(s.c_out);
+    ember::set_num_threads(1);
+    ember::cpu::conv2d_backward_weight(DType::Float32, s, gy.data(), x.data(), gw1.data(), gb1.data());
+    for (int threads : {2, 3, 5}) {
+      INFO("batch " << s.n << ", c_in " << s.c_in << ", stride " << s.stride_h << ", threads " << threads);
+      ember::set_num_threads(threads);
+      std::vector<float> gw(z.w), gb(s.c_out);
+      ember::cpu::conv2d_backward_weight(DType::Float32, s, gy.data(), x.data(), gw.data(), gb.data());
+      CHECK(gw == gw1);
+      CHECK(gb == gb1);
+    }
+  }
 }
 
 TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {
