@@ -6,7 +6,10 @@
 //    read in order instead of one column at a time;
 //  * split: few outputs but a long reduction; threads take slices of the
 //    outermost reduced dim and the partial results are combined.
-// Floating sums accumulate in double; integer sums in int64.
+// Floating sums accumulate in double; integer sums in int64. Where a reduction is
+// cut into slices depends on the shape only, never on the thread count, and
+// partials are combined in slice order: results have the same bits on any number
+// of threads.
 #include "kernels/cpu/reduce.h"
 
 #include <omp.h>
@@ -22,6 +25,9 @@
 
 namespace ember::cpu {
 namespace {
+
+// Long reductions with few outputs are cut into this many slices.
+constexpr int64_t kSlices = 16;
 
 template <class T>
 using sum_acc_t = std::conditional_t<is_floating_v<T>, double, int64_t>;
@@ -175,12 +181,12 @@ struct Reducer {
     }
   }
 
-  // One output, optionally with its reduced range split over threads.
+  // One output, optionally with its reduced range cut into kSlices slices that
+  // threads share (whether and where it is cut depends on the shape only).
   Acc<T> reduce_one(const T* base, bool split) const {
     Acc<T> acc{op};
     const int64_t d0 = g.red_ndim ? g.red_sizes[0] : 1;
-    const int nt = omp_get_max_threads();
-    if (!split || nt <= 1 || d0 < nt || g.red_numel < kParallelGrain) {
+    if (!split || d0 < 2 || g.red_numel < kParallelGrain) {
       walk(base, 0, d0, acc);
       if (op == ReduceOp::var) {
         acc.mean = static_cast<double>(acc.sum) / static_cast<double>(g.red_numel);
@@ -189,22 +195,20 @@ struct Reducer {
       }
       return acc;
     }
-    std::vector<Acc<T>> parts(nt, Acc<T>{op});
+    const int64_t ns = std::min<int64_t>(d0, kSlices);
+    std::vector<Acc<T>> parts(ns, Acc<T>{op});
     auto pass = [&] {
-#pragma omp parallel num_threads(nt)
-      {
-        const int t = omp_get_thread_num();
-        walk(base, d0 * t / nt, d0 * (t + 1) / nt, parts[t]);
-      }
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < ns; ++i) walk(base, d0 * i / ns, d0 * (i + 1) / ns, parts[i]);
     };
     pass();
-    for (int t = 0; t < nt; ++t) acc.merge(parts[t]);
+    for (const auto& p : parts) acc.merge(p);
     if (op == ReduceOp::var) {
       acc.mean = static_cast<double>(acc.sum) / static_cast<double>(g.red_numel);
       for (auto& p : parts) { p.mean = acc.mean; p.centered = true; p.sq = 0; p.sum = 0; }
       pass();
       acc.sq = 0;
-      for (int t = 0; t < nt; ++t) acc.sq += parts[t].sq;
+      for (const auto& p : parts) acc.sq += p.sq;
     }
     return acc;
   }
@@ -301,7 +305,6 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
   Reducer<T> outer_offsets{og, in, op};
   const int64_t jobs = outer * blocks_per_row;
   const int64_t work = g.out_numel * g.red_numel;
-  const int nt = omp_get_max_threads();
   auto finish = [&](const sum_acc_t<T>* acc, int64_t n, int64_t out_off) {
     for (int64_t j = 0; j < n; ++j) {
       Acc<T> a{op};
@@ -309,7 +312,7 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
       store<T>(a, op, g.red_numel, 0, out, indices, out_off + j);
     }
   };
-  if (jobs >= nt || work < kParallelGrain) {
+  if (jobs >= kSlices || work < kParallelGrain) {
 #pragma omp parallel for schedule(static) if (work >= kParallelGrain)
     for (int64_t job = 0; job < jobs; ++job) {
       const int64_t row = job / blocks_per_row, c0 = (job % blocks_per_row) * B, n = std::min(B, inner - c0);
@@ -321,21 +324,20 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
     }
     return true;
   }
-  // Fewer blocks than threads (say, summing dim 0 of [N, 1024]): split the reduced
-  // range instead, each thread with its own accumulators, then add them up.
-  std::vector<sum_acc_t<T>> partial(static_cast<size_t>(nt) * B);
+  // Few blocks (say, summing dim 0 of [N, 1024]): cut the reduced range into
+  // kSlices slices instead, each with its own accumulators, added up in order.
+  const int64_t ns = std::min<int64_t>(kSlices, g.red_numel);
+  std::vector<sum_acc_t<T>> partial(static_cast<size_t>(ns) * B);
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t row = job / blocks_per_row, c0 = (job % blocks_per_row) * B, n = std::min(B, inner - c0);
     int64_t in_off, out_off;
     outer_offsets.offsets(row, in_off, out_off);
     std::fill(partial.begin(), partial.end(), sum_acc_t<T>(0));
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num();
-      column_block<T>(g, in + in_off + c0, n, g.red_numel * t / nt, g.red_numel * (t + 1) / nt, &partial[t * B]);
-    }
-    for (int t = 1; t < nt; ++t)
-      for (int64_t j = 0; j < n; ++j) partial[j] += partial[t * B + j];
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < ns; ++i)
+      column_block<T>(g, in + in_off + c0, n, g.red_numel * i / ns, g.red_numel * (i + 1) / ns, &partial[i * B]);
+    for (int64_t i = 1; i < ns; ++i)
+      for (int64_t j = 0; j < n; ++j) partial[j] += partial[i * B + j];
     finish(partial.data(), n, out_off + c0);
   }
   return true;
@@ -350,8 +352,7 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
     if (g.out_numel == 0) return;
     if (try_column<T>(op, g, src, out, indices)) return;
     Reducer<T> r{g, src, op};
-    const int nt = omp_get_max_threads();
-    if (g.out_numel < nt) {
+    if (g.out_numel < kSlices) {  // few outputs: each may be cut into slices
       for (int64_t o = 0; o < g.out_numel; ++o) {
         int64_t in_off, out_off;
         r.offsets(o, in_off, out_off);
