@@ -5,6 +5,7 @@
 // case says which. Broadcasting inputs get their gradient summed back to their shape.
 #include "autograd/engine.h"
 #include <algorithm>
+#include <cmath>
 
 #include "tensor/checks.h"
 #include "tensor/nn_ops.h"
@@ -143,6 +144,30 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       const double dof = static_cast<double>(count_of(in, dims) - n.ints[1]);
       Tensor centered = x - x.mean(dims, true);
       return {expand_reduced(g, in, dims, n.ints[0]) * centered * (2.0 / dof)};
+    }
+    case OpId::Norm: {  // saved x, y; reals = [p]. d|x|_p/dx = sign(x) |x|^(p-1) / |x|_p^(p-1); 0 where |x|_p = 0
+      const Shape& in = shape_of(0);
+      const Shape dims = reduced_dims(n, 1, in.size());
+      const double p = n.reals[0];
+      Tensor x = saved(0), y = saved(1), gy = g;
+      const DType dt = x.dtype();
+      if (is_half(dt)) x = x.to(kFloat32), y = y.to(kFloat32), gy = gy.to(kFloat32);  // as the forward
+      Tensor ye = expand_reduced(y, in, dims, n.ints[0]), ge = expand_reduced(gy, in, dims, n.ints[0]);
+      Tensor sign = as(x > 0, x.dtype()) - as(x < 0, x.dtype());
+      Tensor gx;
+      if (p == 0) {
+        gx = zeros_like(x);
+      } else if (p == 1) {
+        gx = ge * sign;
+      } else if (std::isinf(p)) {  // like amax/amin: shared evenly by the elements of largest/smallest magnitude
+        Tensor hit = as(x.abs() == ye, x.dtype());
+        gx = ge * sign * hit / expand_reduced(hit.sum(dims, true), in, dims, true);
+      } else if (p == 2) {
+        gx = where(ye == 0, 0.0, ge * x / ye);
+      } else {  // x == 0 masked too: for p < 1, |x|^(p-1) is infinite there
+        gx = where(ye == 0, 0.0, where(x == 0, 0.0, ge * sign * pow(x.abs(), p - 1) / pow(ye, p - 1)));
+      }
+      return {gx.to(dt)};
     }
     case OpId::Amax:
     case OpId::Amin: {  // saved x, y: the gradient is shared evenly by all extreme elements

@@ -1,5 +1,5 @@
 // The nn layer in one include: modules, layers, functional ops, initialisers,
-// optimizers, data loading and serialization.
+// optimizers, gradient clipping, data loading and serialization.
 #pragma once
 
 #include "nn/amp/autocast.h"
@@ -13,3 +13,4 @@
 #include "nn/models/network.h"
 #include "nn/module.h"
 #include "nn/optim/optimizer.h"
+#include "nn/utils/clip_grad.h"

@@ -84,6 +84,8 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> m
 Tensor sum(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
 Tensor var(const Tensor& a, const Shape& dims = {}, int64_t correction = 1, bool keepdim = false);
+// The vector p-norm (torch.linalg.vector_norm): p may be any number, inf or -inf.
+Tensor norm(const Tensor& a, double p = 2, const Shape& dims = {}, bool keepdim = false);
 Tensor amax(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& a, const Shape& dims = {}, bool keepdim = false);
 Tensor max(const Tensor& a);

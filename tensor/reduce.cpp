@@ -1,9 +1,10 @@
-// Front-ends of the reductions: sum, mean, var, amax/amin, max/min (with indices),
+// Front-ends of the reductions: sum, mean, var, norm, amax/amin, max/min (with indices),
 // argmax/argmin. Each builds a ReduceGeometry: kept dims map input to output
 // offsets, reduced dims are walked per output. For order-insensitive ops the
 // reduced dims are sorted by stride and merged, so most reductions of permuted
 // views still read memory contiguously.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "kernels/cpu/reduce.h"
@@ -200,6 +201,51 @@ Tensor var(const Tensor& a, const Shape& dims, int64_t correction, bool keepdim)
   return reduce_values("var", ReduceOp::var, a, dims, keepdim, a.dtype(), correction);
 }
 
+// The p-norm over `dims`, as torch.linalg.vector_norm: p = 2 the Euclidean norm,
+// 1 the sum of magnitudes, inf / -inf the largest / smallest magnitude, 0 the count
+// of non-zeros, any other p (sum |x|^p)^(1/p). Built from the reductions above, so it
+// runs on every device; half inputs are computed in float32 and rounded once, and
+// under autocast it runs in float32 (it is on PyTorch's float32 list). Its own
+// backward node gives the subgradient 0 where the norm is 0, as PyTorch does,
+// instead of the 0/0 a composition of sqrt and sum would leave there.
+Tensor norm(const Tensor& a, double p, const Shape& dims, bool keepdim) {
+  if (auto r = autocast::run(autocast::Policy::fp32, [&](const Tensor& x) { return norm(x, p, dims, keepdim); }, a))
+    return *r;
+  if (!is_floating(a.dtype())) throw DTypeError(msg("norm(): expected a floating point input, got ", a.dtype()));
+  if (std::isnan(p)) throw ValueError("norm(): the order p must be a number, got nan");
+  const auto mask = reduced_mask("norm", a, dims);
+  if (p < 0 || std::isinf(p)) {  // min, max and negative powers have no value for an empty set
+    for (int64_t d = 0; d < a.dim(); ++d) {
+      if (!mask[d] || a.shape()[d] != 0) continue;
+      if (dims.empty())
+        throw IndexError(msg("norm(): cannot compute the ", p, " norm on an empty tensor because the operation does "
+                             "not have an identity"));
+      throw IndexError(msg("norm(): cannot compute the ", p, " norm on the dimension ", d, " because this dimension "
+                           "is empty and the operation does not have an identity"));
+    }
+  }
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    const Tensor x = is_half(a.dtype()) ? a.to(kFloat32) : a;
+    if (p == 2) y = (x * x).sum(dims, keepdim).sqrt();
+    else if (p == 1) y = x.abs().sum(dims, keepdim);
+    else if (p == 0) y = (x != 0).to(x.dtype()).sum(dims, keepdim);
+    else if (std::isinf(p)) y = p > 0 ? x.abs().amax(dims, keepdim) : x.abs().amin(dims, keepdim);
+    else y = pow(pow(x.abs(), p).sum(dims, keepdim), 1.0 / p);
+    y = y.to(a.dtype());
+  }
+  if (needs_grad({&a})) {  // ints = [keepdim, reduced dims...]; reals = [p]; saved x, y
+    auto node = record(OpId::Norm, {&a}, {&y});
+    node->ints.push_back(keepdim);
+    for (int64_t d = 0; d < a.dim(); ++d)
+      if (mask[d]) node->ints.push_back(d);
+    node->reals = {p};
+    node->saved = {SavedTensor(a), SavedTensor(y)};
+  }
+  return y;
+}
+
 Tensor amax(const Tensor& a, const Shape& dims, bool keepdim) {
   const auto mask = reduced_mask("amax", a, dims);
   check_nonempty("amax", a, mask);
@@ -232,6 +278,7 @@ Tensor Tensor::mean(const Shape& dims, bool keepdim) const { return ember::mean(
 Tensor Tensor::var(const Shape& dims, int64_t correction, bool keepdim) const {
   return ember::var(*this, dims, correction, keepdim);
 }
+Tensor Tensor::norm(double p, const Shape& dims, bool keepdim) const { return ember::norm(*this, p, dims, keepdim); }
 Tensor Tensor::amax(const Shape& dims, bool keepdim) const { return ember::amax(*this, dims, keepdim); }
 Tensor Tensor::amin(const Shape& dims, bool keepdim) const { return ember::amin(*this, dims, keepdim); }
 Tensor Tensor::max() const { return ember::max(*this); }

@@ -137,6 +137,7 @@ class Tensor {
   Tensor sum(const Shape& dims = {}, bool keepdim = false) const;
   Tensor mean(const Shape& dims = {}, bool keepdim = false) const;
   Tensor var(const Shape& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor norm(double p = 2, const Shape& dims = {}, bool keepdim = false) const;
   Tensor max() const;
   Tensor min() const;
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;

@@ -348,6 +348,41 @@ TEST_CASE("sum, mean and var on CUDA match the CPU", "[cuda][ops][reduce]") {
       }
 }
 
+TEST_CASE("norm and its gradient on CUDA match the CPU", "[cuda][ops][reduce]") {
+  // norm is composed of abs, pow, sum, sqrt, amax/amin on the device: each within
+  // rounding of the CPU result (relative, accumulation order differs). Errors for
+  // empty dims and integer inputs must be the CPU's.
+  std::mt19937_64 rng(23);
+  auto rel = [](DType dt) { return dt == kFloat64 ? 1e-12 : dt == kFloat32 ? 2e-5 : dt == kFloat16 ? 2e-3 : 1.6e-2; };
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32})
+    for (const ReduceCase& rc : kReduceCases) {
+      const Both x = input(rc.shape, dt, Layout::contiguous, kWide, rng);
+      for (double p : {2.0, 1.0, 3.0, 0.5, 0.0, -1.0, double(INFINITY), -double(INFINITY)}) {
+        INFO("norm(" << cuda_test::describe(x.cpu) << ", p " << p << ", dims " << ref::str(rc.dims) << ", keepdim "
+                     << rc.keepdim << ")");
+        const cuda_test::Outcome c = cuda_test::run([&] { return std::vector<Tensor>{x.cpu.norm(p, rc.dims, rc.keepdim)}; });
+        const cuda_test::Outcome g = cuda_test::run([&] { return std::vector<Tensor>{x.gpu.norm(p, rc.dims, rc.keepdim)}; });
+        if (!cuda_test::same_outcome(c, g)) continue;
+        const ref::Array want = ref::read(c.results[0]);
+        std::vector<double> allowed;
+        for (double v : want.v) allowed.push_back(std::isfinite(v) ? rel(dt) * std::fabs(v) : 0.0);
+        CHECK(g.results[0].dtype() == c.results[0].dtype());
+        CHECK(ref::compare_within(g.results[0].cpu(), want, allowed) == "");
+      }
+    }
+  for (double p : {2.0, 3.0, double(INFINITY)}) {
+    INFO("gradient, p " << p);
+    const Both x = input({6, 7}, kFloat32, Layout::contiguous, kWide, rng);
+    Tensor a = x.cpu.clone().requires_grad_(), b = x.gpu.clone().requires_grad_();
+    a.norm(p, {1}).sum().backward();
+    b.norm(p, {1}).sum().backward();
+    const ref::Array want = ref::read(a.grad());
+    std::vector<double> allowed;
+    for (double v : want.v) allowed.push_back(1e-5 * std::fabs(v) + 1e-7);
+    CHECK(ref::compare_within(b.grad().cpu(), want, allowed) == "");
+  }
+}
+
 TEST_CASE("amax, amin, max, min, argmax and argmin on CUDA match the CPU exactly", "[cuda][ops][reduce]") {
   std::mt19937_64 rng(18);
   for (DType dt : kAllTypes)

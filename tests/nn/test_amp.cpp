@@ -51,6 +51,8 @@ TEST_CASE("autocast: each listed op runs in its policy's dtype", "[amp][autocast
     CHECK(h.exp().dtype() == kFloat32);
     CHECK(h.log().dtype() == kFloat32);
     CHECK(pow(h, 2).dtype() == kFloat32);
+    CHECK(h.norm().dtype() == kFloat32);
+    CHECK(h.norm(1, {1}).dtype() == kFloat32);
     // Everything else follows type promotion: mixed inputs take the widest.
     CHECK((h + a).dtype() == kFloat32);
     CHECK((h * h).dtype() == low);

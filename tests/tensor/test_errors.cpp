@@ -146,6 +146,15 @@ TEST_CASE("reduction errors", "[errors][reduce]") {
   EXPECT_ERROR(e.amax({0}), IndexError, "amax(): Expected reduction dim 0 to have non-zero size.");
   EXPECT_ERROR(e.argmax(), IndexError, "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
   EXPECT_ERROR(zeros({2, 3}).sum({0, -2}), ValueError, "sum(): dim 0 appears multiple times in the list of dims");
+  EXPECT_ERROR(zeros({2}, kInt64).norm(), DTypeError, "norm(): expected a floating point input, got int64");
+  EXPECT_ERROR(zeros({0}).norm(INFINITY), IndexError,
+               "norm(): cannot compute the inf norm on an empty tensor because the operation does not have an "
+               "identity");
+  EXPECT_ERROR(e.norm(-1, {0}), IndexError,
+               "norm(): cannot compute the -1 norm on the dimension 0 because this dimension is empty and the "
+               "operation does not have an identity");
+  EXPECT_ERROR(zeros({2, 3}).norm(2, {0, -2}), ValueError, "norm(): dim 0 appears multiple times in the list of dims");
+  EXPECT_ERROR(zeros({2}).norm(NAN), ValueError, "norm(): the order p must be a number, got nan");
 }
 
 TEST_CASE("joining errors", "[errors][join]") {

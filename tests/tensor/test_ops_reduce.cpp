@@ -1,9 +1,11 @@
-// The reduction table: sum, mean, var (correction 0 and 1), amax, amin, max/min
-// with indices, argmax/argmin, each over single, several, all and negative dims,
-// keepdim on and off, on contiguous, transposed, permuted, sliced and expanded
-// inputs of every dtype PyTorch accepts, against float64 loops written here. Then
-// the cases a table cannot show well: column reductions, a 5M-element sum, ties
-// (first index wins) and NaN across thread splits, argmax over the flattened input.
+// The reduction table: sum, mean, var (correction 0 and 1), norm (eight orders p),
+// amax, amin, max/min with indices, argmax/argmin, each over single, several, all
+// and negative dims, keepdim on and off, on contiguous, transposed, permuted,
+// sliced and expanded inputs of every dtype PyTorch accepts, against float64 loops
+// written here. Then the cases a table cannot show well: column reductions, a
+// 5M-element sum, ties (first index wins) and NaN across thread splits, argmax over
+// the flattened input, norm of empty and half inputs and its gradient where the
+// norm is zero.
 #include <cmath>
 #include <functional>
 
@@ -159,6 +161,28 @@ std::vector<ReduceRow> rows() {
                    double sq = 0;
                    for (double e : v) sq += e * e;
                    return Expect{x, ref::tol_for(o).rtol * std::fabs(x) + acc_eps(o) * sq / std::max<double>(1, v.size())};
+                 }});
+  // norm: p = 0 counts, negative and infinite p have no value on an empty set. The
+  // float32 pow/sqrt and accumulation err by a few ulps relative to the result.
+  for (double p : {2.0, 1.0, 3.0, 0.5, 0.0, -1.0, double(INFINITY), -double(INFINITY)})
+    r.push_back({p == 2 ? "norm(p=2)" : p == 1 ? "norm(p=1)" : p == 3 ? "norm(p=3)" : p == 0.5 ? "norm(p=0.5)"
+                 : p == 0 ? "norm(p=0)" : p == -1 ? "norm(p=-1)" : p > 0 ? "norm(p=inf)" : "norm(p=-inf)",
+                 floats, false, p < 0 || std::isinf(p), false, same,
+                 [p](const Tensor& t, const Shape& d, bool k) { return t.norm(p, d, k); },
+                 [p](const std::vector<double>& v, DType o) {
+                   double r = 0;
+                   if (std::isinf(p)) {
+                     r = std::fabs(v[0]);
+                     for (double x : v) r = p > 0 ? std::max(r, std::fabs(x)) : std::min(r, std::fabs(x));
+                   } else if (p == 0) {
+                     for (double x : v) r += x != 0;
+                   } else {
+                     for (double x : v) r += std::pow(std::fabs(x), p);
+                     r = std::pow(r, 1 / p);
+                   }
+                   // p = 0.5 over 2800 elements passes float16's largest finite value: inf, as in PyTorch.
+                   if (o == kFloat16 && r > 65520) return Expect{INFINITY, 0};
+                   return Expect{r, (ref::tol_for(o).rtol + 8 * acc_eps(o)) * std::fabs(r)};
                  }});
   r.push_back({"amax", all, false, true, true, same,
                [](const Tensor& t, const Shape& d, bool k) { return amax(t, d, k); },
@@ -389,6 +413,40 @@ TEST_CASE("max/min/argmax: first index on ties, NaN wins, whatever the thread co
   set_num_threads(saved);
 }
 
+TEST_CASE("sum, mean, var and norm have the same bits on any number of threads", "[ops][reduce]") {
+  // Long reductions are cut into slices fixed by the shape: a float64 sum of 600k
+  // random values would differ in its last bits if the cut moved with the threads.
+  struct Restore {
+    int threads = get_num_threads();
+    ~Restore() { set_num_threads(threads); }
+  } restore;
+  std::mt19937_64 rng(1004);
+  struct Shaped {
+    Shape shape, dims;
+  };
+  const Shaped cases[] = {{{600000}, {}}, {{3, 200000}, {1}}, {{20000, 30}, {0}}, {{40, 500, 30}, {0, 1}},
+                          {{7, 90000}, {}}};
+  for (DType dt : {kFloat64, kFloat32}) {
+    for (const Shaped& c : cases) {
+      Tensor x = ref::random_tensor(c.shape, dt, Layout::contiguous, rng, -1, 1);
+      auto all = [&] {
+        return std::vector<Tensor>{x.sum(c.dims), ember::mean(x, c.dims), x.var(c.dims), x.norm(2, c.dims)};
+      };
+      set_num_threads(1);
+      const std::vector<Tensor> one = all();
+      for (int threads : {2, 3, 5}) {
+        set_num_threads(threads);
+        const std::vector<Tensor> many = all();
+        for (size_t i = 0; i < one.size(); ++i) {
+          INFO(ref::str(dt) << ref::str(c.shape) << " over " << ref::str(c.dims) << ", result " << i << ", "
+                            << threads << " threads");
+          CHECK(ref::read(many[i]).v == ref::read(one[i]).v);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("argmax without dim indexes the flattened input, in row-major order", "[ops][reduce]") {
   std::mt19937_64 rng(1003);
   for (Layout l : {Layout::contiguous, Layout::transposed, Layout::permuted, Layout::sliced}) {
@@ -418,4 +476,46 @@ TEST_CASE("reductions of empty tensors", "[ops][reduce]") {
   CHECK_THROWS_AS(zeros({2, 0}).max(1), IndexError);
   CHECK(std::isnan(ones({1}).var().item<float>()));  // one value, correction 1
   CHECK(ones({1}).var({}, 0).item<float>() == 0);
+}
+
+TEST_CASE("norm: empty inputs, half inputs, and the gradient where the norm is zero", "[ops][reduce]") {
+  // The error texts are asserted in test_errors.cpp; here, what is not an error.
+  CHECK_THROWS_AS(zeros({0, 3}).norm(-INFINITY, {0}), IndexError);
+  CHECK(zeros({0, 3}).norm(-INFINITY, {1}).shape() == Shape{0});
+  CHECK(zeros({0}).norm().item<float>() == 0);
+
+  // Half inputs: computed in float32, rounded once to the input's dtype.
+  for (DType dt : {kFloat16, kBFloat16}) {
+    Tensor h = ref::make({3}, dt, {3, -4, 12});
+    CHECK(h.norm().dtype() == dt);
+    CHECK(h.norm().item<float>() == 13);
+    Tensor w = ref::make({2}, dt, {1, 1}).requires_grad_();
+    w.norm().backward();
+    CHECK(w.grad().dtype() == dt);
+    CHECK(ref::read(w.grad()).v == ref::read(ref::make({2}, dt, {0.70710678, 0.70710678})).v);
+  }
+
+  // Where the norm is zero the gradient is 0 (PyTorch's subgradient), not 0/0.
+  // Values by hand: d/dx (sum |x|^p)^(1/p) = sign(x) |x|^(p-1) / norm^(p-1).
+  struct Row {
+    double p;
+    std::vector<double> x, grad;
+  };
+  const Row rows[] = {
+      {2, {0, 0}, {0, 0}},
+      {0.5, {0, 0}, {0, 0}},
+      {0.5, {0, 1}, {0, 1}},           // norm 1: x = 0 contributes 0, not inf * 0
+      {-1, {0, 1}, {0, 0}},            // a zero makes the norm 0
+      {1, {0, -2, 1}, {0, -1, 1}},     // sign, 0 at 0
+      {3, {0, -2, 1}, {0, -4 / std::pow(9.0, 2.0 / 3), 1 / std::pow(9.0, 2.0 / 3)}},
+      {INFINITY, {2, -2, 1}, {0.5, -0.5, 0}},  // shared evenly by the ties
+      {0, {2, -2, 1}, {0, 0, 0}},
+  };
+  for (const Row& r : rows) {
+    INFO("p = " << r.p);
+    Tensor x = ref::make({static_cast<int64_t>(r.x.size())}, kFloat64, r.x).requires_grad_();
+    x.norm(r.p).backward();
+    CHECK(ref::compare_within(x.grad(), Array{{static_cast<int64_t>(r.x.size())}, r.grad},
+                              std::vector<double>(r.x.size(), 1e-12)) == "");
+  }
 }
