@@ -160,7 +160,8 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       } else if (p == 1) {
         gx = ge * sign;
       } else if (std::isinf(p)) {  // like amax/amin: shared evenly by the elements of largest/smallest magnitude
-        Tensor hit = as(x.abs() == ye, x.dtype());
+        // A NaN element made the norm NaN: it counts as a hit (with sign 0), as in PyTorch.
+        Tensor hit = where(x != x, 1.0, as(x.abs() == ye, x.dtype()));
         gx = ge * sign * hit / expand_reduced(hit.sum(dims, true), in, dims, true);
       } else if (p == 2) {
         gx = where(ye == 0, 0.0, ge * x / ye);

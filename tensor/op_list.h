@@ -12,8 +12,8 @@
   X(Add, add) X(Sub, sub) X(Mul, mul) X(Div, div) X(Pow, pow) X(Maximum, maximum)              \
   X(Minimum, minimum) X(Where, where)                                                         \
   /* reductions and normalisation */                                                          \
-  X(Sum, sum) X(Mean, mean) X(Var, var) X(Norm, norm) X(Amax, amax) X(Amin, amin) X(MaxDim, max)             \
-  X(MinDim, min) X(Softmax, softmax) X(LogSoftmax, log_softmax)                               \
+  X(Sum, sum) X(Mean, mean) X(Var, var) X(Norm, norm) X(Amax, amax) X(Amin, amin)             \
+  X(MaxDim, max) X(MinDim, min) X(Softmax, softmax) X(LogSoftmax, log_softmax)                \
   /* linear algebra, joining, copies */                                                      \
   X(Matmul, matmul) X(Cat, cat) X(ToCopy, to) X(Clone, clone)                                  \
   /* views */                                                                                \

@@ -340,10 +340,11 @@ int team_size(int64_t n, double macs) {
 }
 
 // How many fixed image ranges the weight gradient of a batch of n is cut into: up
-// to kWeightRanges (enough to keep most machines' threads busy), with at least
-// kRangeImages images each (every range pays for zeroing and summing its
-// accumulators: at 6 images a range the seed net's conv2 ran 25% slower), and
-// fewer when the partials would take more than kWeightPartialBytes in all.
+// to kWeightRanges, with at least kRangeImages images each (every range pays for
+// zeroing and summing its accumulators: at 6 images a range the seed net's conv2
+// ran 25% slower on 2 threads), and fewer when the partials would take more than
+// kWeightPartialBytes in all. The price of thread-count invariance: the weight
+// gradient of a batch under 32 runs on one thread, and batch 64 on at most 4.
 constexpr int64_t kWeightRanges = 16;
 constexpr int64_t kRangeImages = 16;
 constexpr int64_t kWeightPartialBytes = 64 << 20;

@@ -352,7 +352,7 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
     if (g.out_numel == 0) return;
     if (try_column<T>(op, g, src, out, indices)) return;
     Reducer<T> r{g, src, op};
-    if (g.out_numel < kSlices) {  // few outputs: each may be cut into slices
+    if (g.out_numel < kSlices && g.red_numel >= kParallelGrain) {  // few long outputs: each cut into slices
       for (int64_t o = 0; o < g.out_numel; ++o) {
         int64_t in_off, out_off;
         r.offsets(o, in_off, out_off);

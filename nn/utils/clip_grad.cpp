@@ -20,9 +20,13 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
     if (p.grad().defined()) grads.push_back(p.grad());
   if (grads.empty()) return zeros({});
   const Device device = grads[0].device();
-  for (const Tensor& g : grads) norms.push_back(g.norm(norm_type).to(kFloat32).to(device));
+  // Half gradients' norms are float32 already; float64 gradients keep float64.
+  DType total_dtype = kFloat32;
+  for (const Tensor& g : grads)
+    if (g.dtype() == kFloat64) total_dtype = kFloat64;
+  for (const Tensor& g : grads) norms.push_back(g.norm(norm_type).to(total_dtype).to(device));
   const Tensor total = stack(norms).norm(norm_type);
-  if (error_if_nonfinite && !std::isfinite(total.item<float>())) {
+  if (error_if_nonfinite && !std::isfinite(total.item<double>())) {
     std::ostringstream m;
     m << "clip_grad_norm_(): the total norm of order " << norm_type
       << " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and "

@@ -11,9 +11,10 @@
 
 namespace ember::nn::utils {
 
-// Returns the joint norm of the gradients before clipping: a 0-dim float32 tensor
-// on the first gradient's device (0 when no parameter has a gradient), the norm of
-// the per-parameter norms, as PyTorch. Gradients are multiplied in place by
+// Returns the joint norm of the gradients before clipping, the norm of the
+// per-parameter norms as in PyTorch: a 0-dim tensor on the first gradient's device,
+// float64 if any gradient is float64, else float32 (a float32 0 when no parameter
+// has a gradient). Gradients are multiplied in place by
 // min(1, max_norm / (total + 1e-6)). With error_if_nonfinite, an inf or NaN total
 // raises ValueError and leaves the gradients untouched (that check reads the total
 // on the host, which waits for a GPU; without it nothing waits).

@@ -78,6 +78,13 @@ TEST_CASE("clip_grad_norm_: no gradients, half gradients, non-finite totals", "[
   CHECK(b.grad().dtype() == kFloat16);
   CHECK(ref::read(b.grad()).v[0] == Approx(6).epsilon(1e-3));  // 12 * 6.5 / 13, rounded to float16
 
+  // float64 gradients: the total and the factor in float64, as PyTorch.
+  Tensor d = param_with_grad(ref::make({3}, kFloat64, {3, 4, 0}));
+  Tensor total = clip_grad_norm_({d}, 1.0);
+  CHECK(total.dtype() == kFloat64);
+  CHECK(total.item<double>() == 5.0);
+  CHECK(ref::read(d.grad()).v == std::vector<double>{3 * (1 / (5 + 1e-6)), 4 * (1 / (5 + 1e-6)), 0});
+
   Tensor inf = param_with_grad(ref::make({2}, kFloat32, {1, INFINITY}));
   const std::vector<double> before = ref::read(inf.grad()).v;
   CHECK_THROWS_WITH(clip_grad_norm_({inf}, 1.0, 2.0, true),

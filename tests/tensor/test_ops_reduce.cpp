@@ -425,7 +425,7 @@ TEST_CASE("sum, mean, var and norm have the same bits on any number of threads",
     Shape shape, dims;
   };
   const Shaped cases[] = {{{600000}, {}}, {{3, 200000}, {1}}, {{20000, 30}, {0}}, {{40, 500, 30}, {0, 1}},
-                          {{7, 90000}, {}}};
+                          {{7, 90000}, {}}, {{12, 30000}, {1}}};
   for (DType dt : {kFloat64, kFloat32}) {
     for (const Shaped& c : cases) {
       Tensor x = ref::random_tensor(c.shape, dt, Layout::contiguous, rng, -1, 1);
@@ -509,6 +509,7 @@ TEST_CASE("norm: empty inputs, half inputs, and the gradient where the norm is z
       {1, {0, -2, 1}, {0, -1, 1}},     // sign, 0 at 0
       {3, {0, -2, 1}, {0, -4 / std::pow(9.0, 2.0 / 3), 1 / std::pow(9.0, 2.0 / 3)}},
       {INFINITY, {2, -2, 1}, {0.5, -0.5, 0}},  // shared evenly by the ties
+      {INFINITY, {NAN, -2, 1}, {0, 0, 0}},     // the NaN is the "largest" and has sign 0 (PyTorch: [0, -0, 0])
       {0, {2, -2, 1}, {0, 0, 0}},
   };
   for (const Row& r : rows) {
