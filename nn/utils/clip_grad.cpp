@@ -20,11 +20,14 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
     if (p.grad().defined()) grads.push_back(p.grad());
   if (grads.empty()) return zeros({});
   const Device device = grads[0].device();
-  // Half gradients' norms are float32 already; float64 gradients keep float64.
+  // float64 gradients keep float64; the others are measured in float32. A half
+  // gradient is widened first: its norm rounded to float16 would lose digits and
+  // overflow past 65504 even though every element is in range.
   DType total_dtype = kFloat32;
   for (const Tensor& g : grads)
     if (g.dtype() == kFloat64) total_dtype = kFloat64;
-  for (const Tensor& g : grads) norms.push_back(g.norm(norm_type).to(total_dtype).to(device));
+  for (const Tensor& g : grads)
+    norms.push_back((is_half(g.dtype()) ? g.to(kFloat32) : g).norm(norm_type).to(total_dtype).to(device));
   const Tensor total = stack(norms).norm(norm_type);
   if (error_if_nonfinite && !std::isfinite(total.item<double>())) {
     std::ostringstream m;

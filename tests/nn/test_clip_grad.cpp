@@ -77,6 +77,11 @@ TEST_CASE("clip_grad_norm_: no gradients, half gradients, non-finite totals", "[
   CHECK(a.grad().dtype() == kBFloat16);
   CHECK(b.grad().dtype() == kFloat16);
   CHECK(ref::read(b.grad()).v[0] == Approx(6).epsilon(1e-3));  // 12 * 6.5 / 13, rounded to float16
+  // A float16 gradient whose norm passes float16's range though its elements do not
+  // (four of 40000: norm 80000 > 65504): measured in float32, the total is finite.
+  Tensor big = param_with_grad(full({4}, 40000.0).to(kFloat16));
+  CHECK(clip_grad_norm_({big}, 8.0).item<float>() == Approx(80000).epsilon(1e-6));
+  CHECK(ref::read(big.grad()).v[0] == Approx(4).epsilon(1e-3));
 
   // float64 gradients: the total and the factor in float64, as PyTorch.
   Tensor d = param_with_grad(ref::make({3}, kFloat64, {3, 4, 0}));
