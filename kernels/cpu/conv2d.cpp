@@ -245,7 +245,7 @@ void gemm_backward_input(const Args<T>& a, int64_t lo, int64_t hi, T* col) {
 }
 
 template <class T>
-void gemm_backward_weight(const Args<T>& a, int64_t lo, int64_t hi, T* col, T* pw, T* pb) {
+void gemm_backward_weight(const Args<T>& a, int64_t lo, int64_t hi, T* col, T* pw, T* pb, int64_t, int64_t) {
   const Conv2dShape& s = *a.s;
   const Dims& d = *a.d;
   std::fill(pw, pw + s.c_out * d.K, T(0));
@@ -271,10 +271,16 @@ template <class T>
 struct Kernels {
   void (*forward)(const Args<T>&, int64_t, int64_t, T*);
   void (*backward_input)(const Args<T>&, int64_t, int64_t, T*);
-  void (*backward_weight)(const Args<T>&, int64_t, int64_t, T*, T*, T*);
+  // Images [lo, hi), weight units [u0, u1) (see backward_weight_units).
+  void (*backward_weight)(const Args<T>&, int64_t lo, int64_t hi, T*, T*, T*, int64_t u0, int64_t u1);
   int64_t (*forward_scratch)(const Args<T>&);
   int64_t (*backward_input_scratch)(const Args<T>&);
   int64_t (*backward_weight_scratch)(const Args<T>&);
+  // How many independent parts the weight gradient of one image range can be split
+  // into (each dW element belongs to one part and is summed the same way whatever
+  // the split): the stride-1 kernels' channel tiles; 1 for the im2col path, whose
+  // im2col every part would have to repeat.
+  int64_t (*backward_weight_units)(const Args<T>&);
 };
 
 template <class T>
@@ -283,9 +289,14 @@ int64_t gemm_scratch(const Args<T>& a) {
 }
 
 template <class T>
+int64_t one_unit(const Args<T>&) {
+  return 1;
+}
+
+template <class T>
 const Kernels<T>& general_kernels() {
   static const Kernels<T> k{gemm_forward<T>, gemm_backward_input<T>, gemm_backward_weight<T>,
-                            gemm_scratch<T>, gemm_scratch<T>, gemm_scratch<T>};
+                            gemm_scratch<T>, gemm_scratch<T>, gemm_scratch<T>, one_unit<T>};
   return k;
 }
 
@@ -293,7 +304,7 @@ const Kernels<T>& general_kernels() {
   Kernels<T> {                                                                           \
     isa::forward<T>, isa::backward_input<T>, isa::backward_weight<T>,                    \
         isa::forward_scratch<T>, isa::backward_input_scratch<T>,                         \
-        isa::backward_weight_scratch<T>                                                  \
+        isa::backward_weight_scratch<T>, isa::backward_weight_units<T>                   \
   }
 
 template <class T>
@@ -343,8 +354,8 @@ int team_size(int64_t n, double macs) {
 // to kWeightRanges, with at least kRangeImages images each (every range pays for
 // zeroing and summing its accumulators: at 6 images a range the seed net's conv2
 // ran 25% slower on 2 threads), and fewer when the partials would take more than
-// kWeightPartialBytes in all. The price of thread-count invariance: the weight
-// gradient of a batch under 32 runs on one thread, and batch 64 on at most 4.
+// kWeightPartialBytes in all. Small batches still use every thread: each range
+// is also split by output channels (backward_weight_impl).
 constexpr int64_t kWeightRanges = 16;
 constexpr int64_t kRangeImages = 16;
 constexpr int64_t kWeightPartialBytes = 64 << 20;
@@ -425,24 +436,33 @@ void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, 
   const int64_t work = round_up(k.backward_weight_scratch(a), 16);
   const int64_t part = round_up(w_elems + s.c_out, 16);
   const int64_t ranges = weight_ranges(s.n, part * int64_t(sizeof(T)));
-  const int nt = int(std::min<int64_t>(team_size(s.n, double(s.c_out) * double(d.K) * double(d.P)), ranges));
+  // With fewer ranges than threads (small batches), each range's weight is split
+  // into blocks of channel tiles too. That split may follow the thread count: it
+  // decides which thread computes an element, not how the element is summed.
+  const int team = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
+  const int64_t units = k.backward_weight_units(a);
+  const int64_t blocks = std::clamp<int64_t>(cdiv(team, ranges), 1, units);
+  const int64_t items = ranges * blocks;
+  const int nt = int(std::min<int64_t>(team, items));
   // Scratch: each thread's kernel workspace, then the partials of ranges 1..;
   // range 0 sums straight into the outputs.
   T* ws = static_cast<T*>(scratch.get(sizeof(T) * size_t(work * nt + part * (ranges - 1))));
   T* partials = ws + work * nt;
-  auto run_range = [&](int64_t r, int tid) {
+  auto run_item = [&](int64_t item, int tid) {
+    const int64_t r = item / blocks, b = item % blocks;
     T* pw = r == 0 ? gw : partials + (r - 1) * part;
     T* pb = !gb ? nullptr : r == 0 ? gb : partials + (r - 1) * part + w_elems;
-    k.backward_weight(a, s.n * r / ranges, s.n * (r + 1) / ranges, ws + tid * work, pw, pb);
+    k.backward_weight(a, s.n * r / ranges, s.n * (r + 1) / ranges, ws + tid * work, pw, pb, units * b / blocks,
+                      units * (b + 1) / blocks);
   };
   if (nt <= 1) {
-    for (int64_t r = 0; r < ranges; ++r) run_range(r, 0);
+    for (int64_t item = 0; item < items; ++item) run_item(item, 0);
   } else {
     std::exception_ptr error;
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
-    for (int64_t r = 0; r < ranges; ++r) {
+    for (int64_t item = 0; item < items; ++item) {
       try {
-        run_range(r, omp_get_thread_num());
+        run_item(item, omp_get_thread_num());
       } catch (...) {
 #pragma omp critical(ember_conv2d_error)
         if (!error) error = std::current_exception();
@@ -924,14 +944,32 @@ template <class T>
     for (int q = 0; q < RK; ++q) S::store(acc_mem + (r * RK + q) * L, acc[r][q]);
 }
 
+// The weight gradient splits into G x Cp / RC channel tiles: unit u is tile
+// u % (Cp / RC) of group u / (Cp / RC).
 template <class T>
-void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* pw, T* pb) {
+int64_t backward_weight_units(const Args<T>& a) {
+  return a.d->G * weight_layout(a).Cp / Tiles<T>::RC;
+}
+
+// Images [lo, hi) into the dW rows (and db entries) of channel tiles [u0, u1).
+template <class T>
+void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* pw, T* pb, int64_t u0,
+                            int64_t u1) {
   using S = Vec<T>;
   constexpr int L = S::L, RC = Tiles<T>::RC, RK = Tiles<T>::RK;
   const Conv2dShape& s = *a.s;
   const Dims& d = *a.d;
   const Direct& v = *a.v;
   const WeightLayout l = weight_layout(a);
+  const int64_t tiles_per_group = l.Cp / RC;
+  // Whether channel c of group g is in this call's tiles.
+  auto mine = [&](int64_t g, int64_t c) {
+    const int64_t u = g * tiles_per_group + c / RC;
+    return u >= u0 && u < u1;
+  };
+  auto group_is_mine = [&](int64_t g) {
+    return g * tiles_per_group < u1 && (g + 1) * tiles_per_group > u0;
+  };
   T* acc = ws;  // [g][c tile][k tile][RC][RK][L], then [c_out][L] for the bias
   T* bacc = acc + d.G * l.Cp * l.Kp * L;
   T* chunk = acc + l.acc_elems;
@@ -954,11 +992,13 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
       }
       xs[size_t(m)] = xi;
       for (int64_t g = 0; g < d.G; ++g) {
+        if (!group_is_mine(g)) continue;
         T* rows = gyv + g * l.Cp * l.Pw;
         spread_rows(s, v, a.gy + (i0 + m) * d.y_img + g * d.cog * d.P, d.cog, rows, l.Pw);
         zero_n(rows + d.cog * l.Pw, (l.Cp - d.cog) * l.Pw);
         if (pb)
           for (int64_t co = 0; co < d.cog; ++co) {
+            if (!mine(g, co)) continue;
             T* bc = bacc + (g * d.cog + co) * L;
             typename S::V sum = S::load(bc);
             for (int64_t p = 0; p < l.Pw; p += L) sum += S::load(rows + co * l.Pw + p);
@@ -967,8 +1007,10 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
       }
     }
     for (int64_t g = 0; g < d.G; ++g) {
+      if (!group_is_mine(g)) continue;
       for (int64_t m = 0; m < imgs; ++m) xg[size_t(m)] = xs[size_t(m)] + g * d.cig * v.plane;
       for (int64_t c = 0; c < l.Cp; c += RC) {
+        if (!mine(g, c)) continue;
         for (int64_t m = 0; m < imgs; ++m)
           gys[size_t(m)] = chunk + m * l.per_image + l.x_elems + (g * l.Cp + c) * l.Pw;
         for (int64_t k = 0; k < l.Kp; k += RK)
@@ -978,13 +1020,14 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
     }
   }
   for (int64_t g = 0; g < d.G; ++g)
-    for (int64_t c = 0; c < d.cog; ++c)
+    for (int64_t c = 0; c < d.cog; ++c) {
+      if (!mine(g, c)) continue;
       for (int64_t k = 0; k < d.K; ++k) {
         const int64_t tile = (g * l.Cp + c / RC * RC) * l.Kp + k / RK * RK * RC;
         pw[(g * d.cog + c) * d.K + k] = S::sum(S::load(acc + (tile + c % RC * RK + k % RK) * L));
       }
-  if (pb)
-    for (int64_t co = 0; co < s.c_out; ++co) pb[co] = S::sum(S::load(bacc + co * L));
+      if (pb) pb[g * d.cog + c] = S::sum(S::load(bacc + (g * d.cog + c) * L));
+    }
 }
 
 // The entry points the dispatcher takes the addresses of.
@@ -997,8 +1040,8 @@ void backward_input(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   backward_input_images(a, lo, hi, ws);
 }
 template <class T>
-void backward_weight(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* pw, T* pb) {
-  backward_weight_images(a, lo, hi, ws, pw, pb);
+void backward_weight(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* pw, T* pb, int64_t u0, int64_t u1) {
+  backward_weight_images(a, lo, hi, ws, pw, pb, u0, u1);
 }
 template <class T>
 int64_t forward_scratch(const Args<T>& a) {
