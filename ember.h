@@ -7,6 +7,7 @@
 #include "kernels/base/parallel.h"
 #include "tensor/cpu_allocator.h"
 #include "tensor/cuda.h"
+#include "tensor/emu.h"
 #include "tensor/graph.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"

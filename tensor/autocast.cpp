@@ -18,8 +18,8 @@ struct CachedCast {
 };
 
 struct State {
-  bool enabled[3] = {false, false, false};  // indexed by DeviceType
-  DType dtype[3] = {kBFloat16, kFloat16, kFloat16};
+  bool enabled[kNumDeviceTypes] = {false, false, false, false};  // indexed by DeviceType
+  DType dtype[kNumDeviceTypes] = {kBFloat16, kFloat16, kFloat16, kBFloat16};
   int depth = 0;
   bool suspended = false;
   std::unordered_map<const TensorImpl*, CachedCast> cache;

@@ -22,13 +22,4 @@ void throw_no_kernel(const char* op, const Tensor& t) {
   throw NotImplementedError(msg(op, ": no kernel for device ", t.device(), " and dtype ", t.dtype()));
 }
 
-bool runs_on_cpu(const char* op, const Tensor& t) {
-  switch (t.device().type()) {
-    case DeviceType::CPU: return true;
-    case DeviceType::Meta: return false;
-    case DeviceType::CUDA: throw_no_kernel(op, t);
-  }
-  return false;
-}
-
 }  // namespace ember

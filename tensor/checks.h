@@ -26,7 +26,5 @@ inline void check_same_device(const Tensor& a, const Tensor& b) { check_same_dev
 int64_t wrap_dim(int64_t dim, int64_t ndim);
 // Raised for an op with no kernel for this device (CUDA tensors before the CUDA backend).
 [[noreturn]] void throw_no_kernel(const char* op, const Tensor& t);
-// The device an op's kernels run on: CPU runs, meta returns early, others raise.
-bool runs_on_cpu(const char* op, const Tensor& t);
 
 }  // namespace ember

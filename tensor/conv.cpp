@@ -79,7 +79,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("conv2d: not implemented for dtype ", x.dtype()));
   const auto s = shape_of(x.shape(), weight.shape(), stride, padding, dilation, groups);
   Tensor y = empty({s.n, s.c_out, s.h_out, s.w_out}, {x.dtype(), x.device()});
-  if (const Backend backend = backend_of("conv2d", x); backend != Backend::None && y.numel() > 0) {
+  if (const OpBackend backend = backend_of("conv2d", x); backend != Backend::None && y.numel() > 0) {
     NoGradGuard no_grad;
     Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : bias;
     const void* bp = bc.defined() ? bc.data_ptr() : nullptr;
@@ -98,7 +98,7 @@ Tensor conv2d_backward_input(const Tensor& grad_y, const Tensor& weight, const S
                              Pair padding, Pair dilation, int64_t groups) {
   const auto s = shape_of(x_shape, weight.shape(), stride, padding, dilation, groups);
   Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
-  const Backend backend = backend_of("conv2d_backward", grad_y);
+  const OpBackend backend = backend_of("conv2d_backward", grad_y);
   if (backend == Backend::None || gx.numel() == 0) return gx.numel() ? gx : gx.fill_(0);
   Tensor g = grad_y.contiguous(), w = weight.contiguous();
   if (backend == Backend::CPU) cpu::conv2d_backward_input(grad_y.dtype(), s, g.data_ptr(), w.data_ptr(), gx.data_ptr());
@@ -113,7 +113,7 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
   const auto s = shape_of(x.shape(), w_shape, stride, padding, dilation, groups);
   Tensor gw = empty(w_shape, {grad_y.dtype(), grad_y.device()});
   Tensor gb = with_bias ? empty({w_shape[0]}, {grad_y.dtype(), grad_y.device()}) : Tensor();
-  const Backend backend = backend_of("conv2d_backward", grad_y);
+  const OpBackend backend = backend_of("conv2d_backward", grad_y);
   if (backend == Backend::None) return {gw, gb};
   Tensor g = grad_y.contiguous(), xc = x.contiguous();
   void* gbp = gb.defined() ? gb.data_ptr() : nullptr;

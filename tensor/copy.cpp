@@ -52,7 +52,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
     copy_between_devices(*this, src, non_blocking);
     return *this;
   }
-  const Backend backend = backend_of("copy_", *this);
+  const OpBackend backend = backend_of("copy_", *this);
   if (backend == Backend::None) return *this;
   Tensor from = src;
   // Reading a region while writing an overlapping one would read new values.
@@ -61,8 +61,8 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
     from = from.clone();
   if (from.is_same(*this)) return *this;
   bump_version(*this);
-  // A wrapped number (the 2 in t.fill_(2) or t + 2) lives on the CPU; move it first.
-  if (from.device() != device()) from = from.to(device());
+  // A wrapped number (the 2 in t.fill_(2)) stays on the host, in its own dtype:
+  // make_loop passes it to the kernel by value, and the kernel converts it.
   const StridedLoop loop = make_loop(this->shape(), {this, &from});
   if (backend == Backend::CPU) cpu::copy(dtype(), from.dtype(), loop);
   else EMBER_CUDA(cuda::copy(dtype(), from.dtype(), loop, stream_of(*this)));
@@ -85,7 +85,8 @@ namespace {
 
 // to() with every option: the one place that moves and converts.
 Tensor to_impl(const Tensor& self, Device device, DType dtype, bool non_blocking) {
-  if (device.is_cuda() && device.index() < 0 && cuda::is_available()) device = Device(DeviceType::CUDA, cuda::current_device());
+  if (device.has_index() && device.index() < 0 && (!device.is_cuda() || cuda::is_available()))
+    device = resolve_device(device);
   if (device == self.device() && dtype == self.dtype()) return self;
   Tensor out = empty(self.shape(), {dtype, device});
   {
@@ -117,7 +118,7 @@ Tensor& Tensor::fill_(Scalar value) {
     impl().autograd = nullptr;  // now a constant: no gradient flows to what it was computed from
   }
   bump_version(*this);
-  const Backend backend = backend_of("fill_", *this);
+  const OpBackend backend = backend_of("fill_", *this);
   if (backend == Backend::None) return *this;
   if (is_contiguous()) {
     // Integers truncate a floating value; bool is "nonzero" (0.5 -> true), as copy_ converts.

@@ -83,13 +83,20 @@ DType binary_compute_type(BinaryOp op, const Tensor& a, const Tensor& b) {
   return common;
 }
 
+// An input as the kernel on `device` reads it: in dtype `dt` and on that device. A
+// wrapped number (the 2 in t + 2) is converted on the host and stays there: make_loop
+// passes it to the kernel by value, so it never costs a copy into device memory (nor,
+// on CUDA, a wait for the copy).
+Tensor kernel_input(const Tensor& t, Device device, DType dt) {
+  return t.is_wrapped_number() ? t.to(dt) : t.to(device, dt);
+}
+
 // Runs the kernel for out = op(a, b); out already has the broadcast shape and the
 // result dtype of `compute` (or bool for comparisons).
 void run_binary(BinaryOp op, DType compute, const Tensor& out, const Tensor& a, const Tensor& b) {
-  const Backend backend = backend_of(name_of(op), out);
+  const OpBackend backend = backend_of(name_of(op), out);
   if (backend == Backend::None) return;
-  // Wrapped numbers (the 2 in t + 2) come from the CPU; convert and move them too.
-  Tensor x = a.to(out.device(), compute), y = b.to(out.device(), compute);
+  Tensor x = kernel_input(a, out.device(), compute), y = kernel_input(b, out.device(), compute);
   if (overlaps(out, x)) x = x.clone();
   if (overlaps(out, y)) y = y.clone();
   const StridedLoop loop = make_loop(out.shape(), {&out, &x, &y});
@@ -210,7 +217,7 @@ Tensor unary_op(UnaryOp op, const Tensor& a) {
     throw NotImplementedError(msg(name_of(op), ": not implemented for dtype bool"));
   }
   Tensor out = empty(a.shape(), {dt, a.device()});
-  if (const Backend backend = backend_of(name_of(op), out); backend != Backend::None) {
+  if (const OpBackend backend = backend_of(name_of(op), out); backend != Backend::None) {
     Tensor x = a.to(dt);
     const StridedLoop loop = make_loop(out.shape(), {&out, &x});
     if (backend == Backend::CPU) cpu::unary(op, dt, loop);
@@ -323,9 +330,10 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const DType dt = result_type({a, b});
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape()), b.shape());
   Tensor out = empty(shape, {dt, device_of({&condition, &a, &b})});
-  if (const Backend backend = backend_of("where", out); backend != Backend::None) {
+  if (const OpBackend backend = backend_of("where", out); backend != Backend::None) {
     NoGradGuard no_grad;
-    Tensor x = a.to(out.device(), dt), y = b.to(out.device(), dt), c = condition.to(out.device());
+    Tensor x = kernel_input(a, out.device(), dt), y = kernel_input(b, out.device(), dt);
+    Tensor c = kernel_input(condition, out.device(), kBool);
     const StridedLoop loop = make_loop(shape, {&out, &c, &x, &y});
     if (backend == Backend::CPU) cpu::where(dt, loop);
     else EMBER_CUDA(cuda::where(dt, loop, stream_of(out)));

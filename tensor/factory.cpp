@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernels/cpu/elementwise.h"
+#include "tensor/backend.h"
 #include "tensor/checks.h"
 #include "tensor/cuda.h"
 #include "tensor/cuda_kernels.h"
@@ -17,12 +18,11 @@ void check_shape(const char* op, const Shape& shape) {
     throw ValueError(msg(op, ": at most ", kMaxDims, " dimensions are supported, got ", shape.size()));
 }
 
-// A bare "cuda" means the current device; without a CUDA backend no CUDA device exists.
+// A bare "cuda" or "emu" means the current device; without a CUDA backend no CUDA device exists.
 Device resolve(Device d) {
   if (d.is_cuda() && !get_allocator(DeviceType::CUDA))
     throw DeviceError("CUDA is not available: Ember was built without CUDA support or no CUDA device is present");
-  if (d.is_cuda() && d.index() < 0) return Device(DeviceType::CUDA, cuda::current_device());
-  return d;
+  return resolve_device(d);
 }
 
 [[noreturn]] void throw_too_large(const Shape& shape, DType dtype) {
@@ -122,7 +122,7 @@ Tensor random_fill(const char* op, const Shape& shape, TensorOptions options, Ge
   Generator& g = gen ? *gen : default_generator();
   const uint64_t words = normal ? 2 : static_cast<uint64_t>(cpu::random_words_per_element(options.dtype));
   const uint64_t offset = g.reserve(words * static_cast<uint64_t>(out.numel()));
-  switch (backend_of(op, out)) {
+  switch (const OpBackend backend = backend_of(op, out); backend) {
     case Backend::CPU:
       if (normal) cpu::fill_normal(options.dtype, out.data_ptr(), out.numel(), g.seed(), offset, 0.0, 1.0);
       else cpu::fill_uniform(options.dtype, out.data_ptr(), out.numel(), g.seed(), offset, 0.0, 1.0);

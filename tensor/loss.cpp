@@ -58,7 +58,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
   Tensor loss = empty({n}, {logits.dtype(), logits.device()});
   Tensor lse = empty({n}, {logits.dtype(), logits.device()});
   Tensor x = logits.detach().contiguous(), t = targets.contiguous();
-  if (const Backend backend = backend_of("cross_entropy", logits); backend != Backend::None && n > 0) {
+  if (const OpBackend backend = backend_of("cross_entropy", logits); backend != Backend::None && n > 0) {
     const int64_t bad =
         backend == Backend::CPU
             ? cpu::cross_entropy_forward(logits.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(), ignore_index,
@@ -81,7 +81,7 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
   const int64_t n = logits.shape()[0], c = logits.shape()[1];
   Tensor g = grad_loss.contiguous();
   Tensor out = empty(logits.shape(), {logits.dtype(), logits.device()});
-  const Backend backend = backend_of("cross_entropy_backward", logits);
+  const OpBackend backend = backend_of("cross_entropy_backward", logits);
   if (backend == Backend::CPU && n > 0)
     cpu::cross_entropy_backward(logits.dtype(), n, c, logits.data_ptr(), targets.data_ptr<int64_t>(), ignore_index,
                                 lse.data_ptr(), g.data_ptr(), out.data_ptr());
@@ -101,7 +101,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduct
   const int64_t n = log_probs.shape()[0], c = log_probs.shape()[1];
   Tensor loss = empty({n}, {log_probs.dtype(), log_probs.device()});
   Tensor x = log_probs.detach().contiguous(), t = targets.contiguous();
-  if (const Backend backend = backend_of("nll_loss", log_probs); backend != Backend::None && n > 0) {
+  if (const OpBackend backend = backend_of("nll_loss", log_probs); backend != Backend::None && n > 0) {
     const int64_t bad =
         backend == Backend::CPU
             ? cpu::nll_loss_forward(log_probs.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(), ignore_index,
@@ -124,7 +124,7 @@ Tensor nll_loss_backward(const Tensor& grad_loss, const Tensor& targets, const S
   const int64_t n = input_shape[0], c = input_shape[1];
   Tensor g = grad_loss.contiguous();
   Tensor out = empty(input_shape, {grad_loss.dtype(), grad_loss.device()});
-  const Backend backend = backend_of("nll_loss_backward", grad_loss);
+  const OpBackend backend = backend_of("nll_loss_backward", grad_loss);
   if (backend == Backend::CPU && n > 0)
     cpu::nll_loss_backward(grad_loss.dtype(), n, c, targets.data_ptr<int64_t>(), ignore_index, g.data_ptr(),
                            out.data_ptr());

@@ -46,7 +46,7 @@ void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
   const auto& as = a.stride();
   const auto& bs = b.stride();
   const auto& cs = out.stride();
-  if (backend_of("matmul", out) == Backend::CUDA) {
+  if (const OpBackend backend = backend_of("matmul", out); backend == Backend::CUDA) {
     // Floating types go to the GEMM (tensor cores for the half types), integers to
     // the integer kernel; the CUDA launchers take any strides, like the CPU's.
     if (out.dtype() == kBool) throw NotImplementedError("matmul: not implemented for dtype bool");

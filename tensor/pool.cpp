@@ -53,7 +53,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel,
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("max_pool2d: not implemented for dtype ", x.dtype()));
   Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
   Tensor idx = empty(y.shape(), {kInt64, x.device()});
-  if (const Backend backend = backend_of("max_pool2d", x); backend != Backend::None && y.numel() > 0) {
+  if (const OpBackend backend = backend_of("max_pool2d", x); backend != Backend::None && y.numel() > 0) {
     Tensor xc = x.detach().contiguous();
     if (backend == Backend::CPU) cpu::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx.data_ptr<int64_t>());
     else EMBER_CUDA(cuda::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx.data_ptr<int64_t>(),
@@ -72,7 +72,7 @@ namespace {
 Tensor max_pool2d_backward_impl(const Tensor& grad_y, const Tensor& indices, const cpu::Pool2dShape& s) {
   const Shape xs{s.n, s.c, s.h, s.w};
   Tensor gx = empty(xs, {grad_y.dtype(), grad_y.device()});
-  const Backend backend = backend_of("max_pool2d_backward", grad_y);
+  const OpBackend backend = backend_of("max_pool2d_backward", grad_y);
   if (backend == Backend::None) return gx;
   Tensor g = grad_y.contiguous(), i = indices.contiguous();
   if (backend == Backend::CPU) cpu::max_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), i.data_ptr<int64_t>(), gx.data_ptr());
@@ -110,7 +110,7 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool 
         .to(x.dtype());
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("avg_pool2d: not implemented for dtype ", x.dtype()));
   Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
-  if (const Backend backend = backend_of("avg_pool2d", x); backend != Backend::None && y.numel() > 0) {
+  if (const OpBackend backend = backend_of("avg_pool2d", x); backend != Backend::None && y.numel() > 0) {
     Tensor xc = x.detach().contiguous();
     if (backend == Backend::CPU) cpu::avg_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr());
     else EMBER_CUDA(cuda::avg_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), stream_of(x)));
@@ -129,7 +129,7 @@ Tensor avg_pool2d_backward(const Tensor& grad_y, const Shape& x_shape, Pair kern
   s.count_include_pad = count_include_pad;
   s.divisor_override = divisor_override;
   Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
-  const Backend backend = backend_of("avg_pool2d_backward", grad_y);
+  const OpBackend backend = backend_of("avg_pool2d_backward", grad_y);
   if (backend == Backend::None) return gx;
   Tensor g = grad_y.contiguous();
   if (backend == Backend::CPU) cpu::avg_pool2d_backward(grad_y.dtype(), s, g.data_ptr(), gx.data_ptr());

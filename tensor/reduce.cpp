@@ -115,7 +115,7 @@ Tensor reduce_values(const char* name, ReduceOp op, const Tensor& a, const Shape
                      DType out_dtype, int64_t correction = 0) {
   const auto mask = reduced_mask(name, a, dims);
   Tensor out = empty(out_shape(a, mask, true), {out_dtype, a.device()});
-  if (backend_of(name, a) != Backend::None) run_reduce(op, a, mask, &out, nullptr, false, correction);
+  if (const OpBackend backend = backend_of(name, a); backend != Backend::None) run_reduce(op, a, mask, &out, nullptr, false, correction);
   out = finish(out, a, mask, keepdim);
   if (needs_grad({&a}) && is_floating(out_dtype)) {
     // ints = [keepdim, (correction), reduced dims...]
@@ -146,7 +146,7 @@ std::tuple<Tensor, Tensor> extreme_with_index(const char* name, ReduceOp op, con
   const Shape s = out_shape(a, mask, true);
   Tensor values = empty(s, {a.dtype(), a.device()});
   Tensor indices = empty(s, {kInt64, a.device()});
-  if (backend_of(name, a) != Backend::None) run_reduce(op, a, mask, &values, &indices, true, 0);
+  if (const OpBackend backend = backend_of(name, a); backend != Backend::None) run_reduce(op, a, mask, &values, &indices, true, 0);
   values = finish(values, a, mask, keepdim);
   indices = finish(indices, a, mask, keepdim);
   if (needs_grad({&a})) {  // only the values are differentiable; ints = [dim, keepdim]
@@ -169,7 +169,7 @@ Tensor arg_extreme(const char* name, ReduceOp op, const Tensor& a, std::optional
   const auto mask = reduced_mask(name, a, {*dim});
   check_nonempty(name, a, mask);
   Tensor indices = empty(out_shape(a, mask, true), {kInt64, a.device()});
-  if (backend_of(name, a) != Backend::None) run_reduce(op, a, mask, nullptr, &indices, true, 0);
+  if (const OpBackend backend = backend_of(name, a); backend != Backend::None) run_reduce(op, a, mask, nullptr, &indices, true, 0);
   return finish(indices, a, mask, keepdim);
 }
 

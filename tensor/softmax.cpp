@@ -18,7 +18,7 @@ Tensor softmax_impl(const char* name, const Tensor& a, int64_t dim, bool log) {
   if (!is_floating(a.dtype()))
     throw DTypeError(msg(name, "(): expected a floating point tensor but got dtype ", a.dtype()));
   Tensor out = empty(a.shape(), {a.dtype(), a.device()});
-  if (const Backend backend = backend_of(name, a); backend != Backend::None && a.numel() != 0) {
+  if (const OpBackend backend = backend_of(name, a); backend != Backend::None && a.numel() != 0) {
     NoGradGuard no_grad;
     Tensor x = a.contiguous();
     int64_t outer = 1, inner = 1;

@@ -9,6 +9,7 @@
 namespace ember {
 
 Allocator* cpu_allocator();  // tensor/cpu_allocator.cpp
+Allocator* emu_allocator();  // tensor/emu.cpp
 #if EMBER_HAVE_CUDA
 Allocator* cuda_allocator();  // tensor/cuda_allocator.cpp: null when no device is present
 #else
@@ -29,7 +30,7 @@ MetaAllocator meta_allocator;
 // A function-local table, so tensors created by other files' static initializers
 // still find the CPU allocator.
 Allocator*& slot(DeviceType type) {
-  static Allocator* table[3] = {cpu_allocator(), cuda_allocator(), &meta_allocator};
+  static Allocator* table[kNumDeviceTypes] = {cpu_allocator(), cuda_allocator(), &meta_allocator, emu_allocator()};
   return table[static_cast<int>(type)];
 }
 

@@ -1,6 +1,10 @@
 // Building and coalescing StridedLoops.
 #include "tensor/strided_loop.h"
 
+#include <cstring>
+
+#include "tensor/checks.h"
+
 namespace ember {
 
 StridedLoop make_loop(const Shape& shape, const std::vector<const Tensor*>& operands) {
@@ -10,8 +14,18 @@ StridedLoop make_loop(const Shape& shape, const std::vector<const Tensor*>& oper
   int64_t numel = 1;
   for (int64_t s : shape) numel *= s;
   L.numel = numel;
-  for (int o = 0; o < nops; ++o)
-    L.data[o] = numel ? static_cast<char*>(operands[o]->data_ptr()) : nullptr;
+  for (int o = 0; o < nops; ++o) {
+    const Tensor& t = *operands[o];
+    if (o > 0 && t.device() != operands[0]->device()) {
+      // Only a number on the host may join a loop on another device: it goes by value.
+      if (!t.device().is_cpu() || t.dim() != 0)
+        throw DeviceError(msg("expected device ", operands[0]->device(), " but got device ", t.device()));
+      if (numel) std::memcpy(L.values[o], t.data_ptr(), t.element_size());
+      L.by_value |= 1u << o;
+      continue;  // data[o] stays null; its strides are 0 below (a 0-dim operand broadcasts)
+    }
+    L.data[o] = numel ? static_cast<char*>(t.data_ptr()) : nullptr;
+  }
   // Fill dims innermost-first, skipping size-1 dims and merging where possible.
   int n = 0;  // dims written so far, stored innermost at index 0 for now
   int64_t sizes[kMaxDims];

@@ -228,7 +228,11 @@ void unary(UnaryOp op, DType dt, const StridedLoop& loop) {
   });
 }
 
-void binary(BinaryOp op, DType dt, const StridedLoop& loop) {
+// The entry points below take by-value operands (strided.h) as memory: a local copy
+// of the loop points at its own values for the duration of the call.
+void binary(BinaryOp op, DType dt, const StridedLoop& by_value_loop) {
+  StridedLoop loop = by_value_loop;
+  point_at_values(loop);
   dispatch(dt, [&]<class T>() {
     switch (op) {
 #define EMBER_X(name, kind) case BinaryOp::name: binary_loop<T>(loop, functors::name{}); return;
@@ -238,7 +242,9 @@ void binary(BinaryOp op, DType dt, const StridedLoop& loop) {
   });
 }
 
-void where(DType dt, const StridedLoop& loop) {
+void where(DType dt, const StridedLoop& by_value_loop) {
+  StridedLoop loop = by_value_loop;
+  point_at_values(loop);
   dispatch(dt, [&]<class T>() {
     strided_for<4>(loop, [&](char* const* p, const int64_t* s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
@@ -250,7 +256,9 @@ void where(DType dt, const StridedLoop& loop) {
   });
 }
 
-void copy(DType dst, DType src, const StridedLoop& loop) {
+void copy(DType dst, DType src, const StridedLoop& by_value_loop) {
+  StridedLoop loop = by_value_loop;
+  point_at_values(loop);
   dispatch(dst, [&]<class D>() { dispatch(src, [&]<class S>() { copy_loop<D, S>(loop); }); });
 }
 

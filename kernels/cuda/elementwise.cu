@@ -14,6 +14,7 @@
 #include <cuda/std/limits>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "kernels/base/dispatch.h"
@@ -59,9 +60,20 @@ bool aligned(const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(
 // (dense and aligned), as a broadcast scalar (when `allow_scalar`), or not at all.
 enum class Role { packed, scalar, none };
 Role role_of(const StridedLoop& L, int o, int64_t esize, int64_t pack_bytes, bool allow_scalar) {
+  if (L.by_value >> o & 1u) return allow_scalar ? Role::scalar : Role::none;  // a number, no memory
   if (dense(L, o, esize) && aligned(L.data[o], pack_bytes)) return Role::packed;
   if (allow_scalar && broadcast_scalar(L, o)) return Role::scalar;
   return Role::none;
+}
+
+// The number a by-value operand carries (strided.h), or T{} for one in device memory,
+// which the kernel reads itself. The contiguous kernels take both: a null pointer
+// means "use the value".
+template <class T>
+T value_of(const StridedLoop& L, int o) {
+  T v{};
+  if (L.by_value >> o & 1u) std::memcpy(&v, L.values[o], sizeof(T));
+  return v;
 }
 
 // Grid for a contiguous kernel over n elements in Packs of V, U Packs per thread.
@@ -129,6 +141,11 @@ struct StridedArgs {
   int64_t sizes[kMaxDims] = {};
   int64_t strides[N][kMaxDims] = {};  // bytes
   char* data[N] = {};
+  // By-value operands (strided.h): their strides are 0 and their element is read
+  // from here, in the kernel's parameter space (the kernels take StridedArgs as a
+  // __grid_constant__, whose address may be taken).
+  unsigned by_value = 0;
+  alignas(8) unsigned char values[N][8] = {};
 };
 
 template <int N>
@@ -141,7 +158,11 @@ StridedArgs<N> strided_args(const StridedLoop& L) {
     a.sizes[k] = L.sizes[d];
     for (int o = 0; o < N; ++o) a.strides[o][k] = L.strides[o][d];
   }
-  for (int o = 0; o < N; ++o) a.data[o] = L.data[o];
+  for (int o = 0; o < N; ++o) {
+    a.data[o] = L.data[o];
+    std::memcpy(a.values[o], L.values[o], 8);
+  }
+  a.by_value = L.by_value;
   return a;
 }
 
@@ -167,7 +188,8 @@ __device__ __forceinline__ void locate_as(const StridedArgs<N>& a, I r, char* (&
 template <int N>
 __device__ __forceinline__ void locate(const StridedArgs<N>& a, int64_t i, char* (&p)[N]) {
 #pragma unroll
-  for (int o = 0; o < N; ++o) p[o] = a.data[o];
+  for (int o = 0; o < N; ++o)
+    p[o] = (a.by_value >> o & 1u) ? const_cast<char*>(reinterpret_cast<const char*>(a.values[o])) : a.data[o];
   if (a.index32) locate_as<N, uint32_t>(a, static_cast<uint32_t>(i), p);
   else locate_as<N, uint64_t>(a, static_cast<uint64_t>(i), p);
 }
@@ -233,12 +255,12 @@ using binary_out_t = std::conditional_t<std::is_same_v<decltype(F{}(acc_t<T>{}, 
 template <class T, class F>
 __global__ void __launch_bounds__(kBlockThreads)
     binary_contiguous(binary_out_t<T, F>* __restrict__ out, const T* __restrict__ a, const T* __restrict__ b,
-                      int64_t n, bool a_scalar, bool b_scalar, F f) {
+                      int64_t n, bool a_scalar, bool b_scalar, T a_value, T b_value, F f) {
   using Out = binary_out_t<T, F>;
   constexpr int V = 16 / sizeof(T);
   using P = Pack<T, V>;
   struct In { P a, b; };
-  const T a0 = a_scalar ? a[0] : T{}, b0 = b_scalar ? b[0] : T{};
+  const T a0 = a_scalar ? (a ? a[0] : a_value) : T{}, b0 = b_scalar ? (b ? b[0] : b_value) : T{};
   for_each_pack(
       n / V,
       [&](int64_t j) { return In{load_pack<T, V>(a, a_scalar, a0, j), load_pack<T, V>(b, b_scalar, b0, j)}; },
@@ -273,7 +295,8 @@ void launch_binary(const StridedLoop& L, cudaStream_t stream, F f) {
   if (ro == Role::packed && ra != Role::none && rb != Role::none) {
     binary_contiguous<T><<<grid_contiguous(n, V), kBlockThreads, 0, stream>>>(
         reinterpret_cast<Out*>(L.data[0]), reinterpret_cast<const T*>(L.data[1]),
-        reinterpret_cast<const T*>(L.data[2]), n, ra == Role::scalar, rb == Role::scalar, f);
+        reinterpret_cast<const T*>(L.data[2]), n, ra == Role::scalar, rb == Role::scalar, value_of<T>(L, 1),
+        value_of<T>(L, 2), f);
   } else {
     binary_strided<T><<<grid_for(n), kBlockThreads, 0, stream>>>(strided_args<3>(L), n, f);
   }
@@ -286,13 +309,14 @@ void launch_binary(const StridedLoop& L, cudaStream_t stream, F f) {
 template <class T>
 __global__ void __launch_bounds__(kBlockThreads)
     where_contiguous(T* __restrict__ out, const bool* __restrict__ cond, const T* __restrict__ a,
-                     const T* __restrict__ b, int64_t n, bool c_scalar, bool a_scalar, bool b_scalar) {
+                     const T* __restrict__ b, int64_t n, bool c_scalar, bool a_scalar, bool b_scalar, bool c_value,
+                     T a_value, T b_value) {
   constexpr int V = 16 / sizeof(T);
   using P = Pack<T, V>;
   using C = Pack<bool, V>;
   struct In { C c; P a, b; };
-  const bool c0 = c_scalar ? cond[0] : false;
-  const T a0 = a_scalar ? a[0] : T{}, b0 = b_scalar ? b[0] : T{};
+  const bool c0 = c_scalar ? (cond ? cond[0] : c_value) : false;
+  const T a0 = a_scalar ? (a ? a[0] : a_value) : T{}, b0 = b_scalar ? (b ? b[0] : b_value) : T{};
   for_each_pack(
       n / V,
       [&](int64_t j) {
@@ -549,7 +573,8 @@ void where(DType dt, const StridedLoop& loop, cudaStream_t stream) {
       where_contiguous<T><<<grid_contiguous(n, V), kBlockThreads, 0, stream>>>(
           reinterpret_cast<T*>(loop.data[0]), reinterpret_cast<const bool*>(loop.data[1]),
           reinterpret_cast<const T*>(loop.data[2]), reinterpret_cast<const T*>(loop.data[3]), n,
-          rc == Role::scalar, ra == Role::scalar, rb == Role::scalar);
+          rc == Role::scalar, ra == Role::scalar, rb == Role::scalar, value_of<bool>(loop, 1), value_of<T>(loop, 2),
+          value_of<T>(loop, 3));
     } else {
       where_strided<T><<<grid_for(n), kBlockThreads, 0, stream>>>(strided_args<4>(loop), n);
     }

@@ -33,11 +33,13 @@ TEST_CASE("device errors without CUDA and on meta tensors", "[errors][device]") 
   EXPECT_ERROR(zeros({2}, kMeta).cpu(), DeviceError, "Cannot copy out of meta tensor; no data!");
   EXPECT_ERROR(zeros({1}, kMeta).item(), DeviceError, "cannot access the data of a tensor on device meta");
   EXPECT_ERROR(zeros({1}, kMeta).data_ptr(), DeviceError, "cannot access the data of a tensor on device meta");
+  EXPECT_ERROR(emu::set_device(2), DeviceError, "emu: invalid device ordinal 2 (2 devices)");
+  EXPECT_ERROR(zeros({2}, Device("emu:3")), DeviceError, "emu: invalid device ordinal 3 (2 devices)");
 }
 
 TEST_CASE("device and dtype parsing errors", "[errors][value]") {
-  EXPECT_ERROR(Device("gpu"), ValueError, "invalid device string: 'gpu' (expected cpu, cuda, cuda:N or meta)");
-  EXPECT_ERROR(Device("cuda:x"), ValueError, "invalid device string: 'cuda:x' (expected cpu, cuda, cuda:N or meta)");
+  EXPECT_ERROR(Device("gpu"), ValueError, "invalid device string: 'gpu' (expected cpu, cuda, cuda:N, meta, emu or emu:N)");
+  EXPECT_ERROR(Device("cuda:x"), ValueError, "invalid device string: 'cuda:x' (expected cpu, cuda, cuda:N, meta, emu or emu:N)");
   EXPECT_ERROR(Device(DeviceType::CUDA, -2), ValueError, "device index must be -1 or non-negative, got -2");
   EXPECT_ERROR(parse_dtype("float8"), ValueError, "invalid dtype name: 'float8'");
 }
