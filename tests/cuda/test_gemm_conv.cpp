@@ -1,7 +1,9 @@
 // The CUDA GEMM and convolution kernels called directly (kernels/cuda/gemm.h and
 // conv2d.h), each implementation on its own: the hand-written kernels (SIMT float32
 // and float64, tensor-core float16 and bfloat16, im2col convolution) and the
-// library paths (cuBLAS, cuDNN), against a float64 reference computed on the CPU.
+// library paths (cuBLAS, cuDNN), against a float64 reference computed on the CPU;
+// also the integer and int8 GEMMs, and sizes that pass the grid's 65535-block sides
+// and the native convolution's 256 MiB column budget.
 // EMBER_KERNELS is read once per process, so the native functions are called by
 // name instead of through the environment. GEMMs are judged by the relative
 // Frobenius norm of the error (docs/numerics.md, "CUDA against CPU"); plain float32
@@ -12,7 +14,10 @@
 #include "cuda/both.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_int8.h"
 #include "kernels/cuda/runtime.h"
+#include "nn/nn.h"
+#include "quant/quant.h"
 #include "tensor/cuda.h"
 
 using namespace ember;
@@ -248,6 +253,87 @@ TEST_CASE("gemm_integer is exact, wrapping in the element type", "[cuda][gemm]")
             }
         CHECK(bad == 0);
       }
+}
+
+// ------------------------------------------- grids past their hardware limits ----
+// A grid's y and z sides hold at most 65535 blocks; the GEMM launchers cap them there
+// and the kernels loop over what does not fit. Each case below is sized to need more
+// than 65535 blocks on the capped side, so that some blocks take a second tile or
+// matrix, and is checked element by element (C starts as NaN where beta = 0, so a
+// tile nobody computed shows).
+
+TEST_CASE("gemm_integer with more than 65535 row tiles is exact", "[cuda][gemm][grid]") {
+  // 16-row tiles: m = 65535 * 16 + 100 is 65542 tiles, 7 more than grid.y holds (the
+  // launcher used to refuse this size). int8, k = 20 (two depth steps, the second
+  // partial): 21 MB of A. Sums reach 20 * 128 * 128: they wrap in int8, as on the CPU.
+  const int64_t m = 65535 * 16 + 100, n = 3, k = 20;
+  std::mt19937_64 rng(46);
+  std::uniform_int_distribution<int> u(-128, 127);
+  Tensor a = empty({m, k}, kInt8), b = empty({k, n}, kInt8);
+  int8_t* ap = a.data_ptr<int8_t>();
+  int8_t* bp = b.data_ptr<int8_t>();
+  for (int64_t i = 0; i < m * k; ++i) ap[i] = int8_t(u(rng));
+  for (int64_t i = 0; i < k * n; ++i) bp[i] = int8_t(u(rng));
+  const Tensor ad = a.to(kCuda), bd = b.to(kCuda);
+  Tensor c = full({m, n}, 7, {kInt8, kCuda});
+  cuda::gemm_integer(kInt8, 1, m, n, k, ad.data_ptr(), m * k, k, 1, bd.data_ptr(), k * n, n, 1, c.data_ptr(), m * n,
+                     n, 1, cuda::stream(0));
+  wait_for_gpu();
+  const Tensor got = c.cpu();
+  const int8_t* cp = got.data_ptr<int8_t>();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t s = 0;
+      for (int64_t q = 0; q < k; ++q) s += int64_t(ap[i * k + q]) * bp[q * n + j];
+      bad += cp[i * n + j] != static_cast<int8_t>(s);
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("the int8 GEMM and dynamic Linear with more than 65535 row tiles", "[cuda][gemm][grid][int8]") {
+  // 32-row tiles: m = 2^21 + 64 = 2097216 rows is 65538 tiles, past grid.y's 65535
+  // (the launch used to fail there). k = 16, n = 8 keep it cheap: 34 MB of uint8 A, 67
+  // MB of int32 C; with this many tiles the depth is not split, so the direct store
+  // (not the split-K atomics) is what runs.
+  const int64_t m = (int64_t(1) << 21) + 64, n = 8, k = 16, kp = cuda::int8_padded_k16(k);
+  std::mt19937 g(47);
+  std::uniform_int_distribution<int> ua(0, 255), uw(-128, 127);
+  Tensor a = empty({m, kp}, kUInt8), w = empty({n, kp}, kInt8);
+  uint8_t* ap = a.data_ptr<uint8_t>();
+  int8_t* wp = w.data_ptr<int8_t>();
+  for (int64_t i = 0; i < m * kp; ++i) ap[i] = uint8_t(ua(g));
+  for (int64_t i = 0; i < n * kp; ++i) wp[i] = int8_t(uw(g));
+  const Tensor ad = a.to(kCuda), wd = w.to(kCuda);
+  Tensor cd = full({m, n}, -1, {kInt32, kCuda});
+  cuda::gemm_int8_s32(m, n, kp, ad.data_ptr<uint8_t>(), wd.data_ptr<int8_t>(), cd.data_ptr<int32_t>(),
+                      cuda::stream(0));
+  const std::vector<int32_t> got = cd.to_vector<int32_t>();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int32_t s = 0;  // at most 16 * 255 * 128: no overflow
+      for (int64_t p = 0; p < kp; ++p) s += int32_t(ap[i * kp + p]) * wp[j * kp + p];
+      wrong += got[size_t(i * n + j)] != s;
+    }
+  CHECK(wrong == 0);
+
+  // The whole layer at that batch against the CPU layer: same codes, same int32 sums,
+  // only the float epilogue's rounding may differ (as tests/quant/test_quant_cuda.cpp).
+  manual_seed(48);
+  nn::Linear lin(k, n, true);
+  auto q_cpu = quant::DynamicQuantizedLinear::from_float(lin, quant::QScheme::PerChannel);
+  auto q_cuda = quant::DynamicQuantizedLinear::from_float(lin, quant::QScheme::PerChannel);
+  q_cuda->to(kCuda);
+  const Tensor x = randn({m, k});
+  const std::vector<float> want = (*q_cpu)(x).to_vector<float>();
+  const std::vector<float> y = (*q_cuda)(x.to(kCuda)).to_vector<float>();
+  REQUIRE(y.size() == want.size());
+  double worst = 0, scale = 1e-3;
+  for (float v : want) scale = std::max(scale, double(std::abs(v)));
+  for (size_t i = 0; i < y.size(); ++i)
+    worst = std::max(worst, std::isnan(y[i]) ? INFINITY : double(std::abs(y[i] - want[i])));
+  CHECK(worst <= 1e-5 * scale);
 }
 
 // ------------------------------------------------------------------ conv2d ----
