@@ -262,6 +262,57 @@ TEST_CASE("gemm_integer is exact, wrapping in the element type", "[cuda][gemm]")
 // matrix, and is checked element by element (C starts as NaN where beta = 0, so a
 // tile nobody computed shows).
 
+TEST_CASE("batched GEMMs past 65535 matrices: native, cuBLAS and integer", "[cuda][gemm][grid]") {
+  // 70000 > 65535: blocks with grid index below 70000 - 65535 = 4465 take a second
+  // matrix (grid.z of the SIMT and integer kernels, grid.y of the tensor-core one).
+  // A is [batch, 5, 8] row-major (16-byte aligned rows: the tensor-core kernel reads
+  // it directly), B [batch, 8, 6] row-major (packed first): both of its paths.
+  const int64_t batch = 70000, m = 5, n = 6, k = 8;
+  std::mt19937_64 rng(45);
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+    const Both a = operand(batch, m, k, dt, Mem::rows, rng, -1, 1);
+    const Both b = operand(batch, k, n, dt, Mem::rows, rng, -1, 1);
+    const Both c0 = operand(batch, m, n, dt, Mem::rows, rng, -1, 1);
+    const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c0.cpu, 1.5, 0.5);
+    for (GemmFn fn : {&cuda::gemm_native, &cuda::gemm_cublas}) {
+      INFO(ref::str(dt) << (fn == &cuda::gemm_native ? " native" : " cuBLAS") << ", batch " << batch);
+      Tensor c = c0.gpu.clone();
+      fn(dt, batch, m, n, k, 1.5, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1), a.gpu.stride(2),
+         b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), 0.5, c.data_ptr(), c.stride(0),
+         c.stride(1), c.stride(2), stream);
+      wait_for_gpu();
+      // Per matrix, so that a matrix left unwritten cannot hide in the norm of 70000.
+      const ref::Array got = ref::read(c.cpu());
+      int64_t bad = 0;
+      for (int64_t p = 0; p < batch; ++p) {
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < m * n; ++i) {
+          const double w = want[size_t(p * m * n + i)], d = got.v[size_t(p * m * n + i)] - w;
+          num += std::isnan(d) ? INFINITY : d * d;
+          den += w * w;
+        }
+        bad += !(std::sqrt(num / den) <= gemm_bound(dt));
+      }
+      CHECK(bad == 0);
+    }
+  }
+  // The integer kernel: exact.
+  const Both a = operand(batch, m, k, kInt32, Mem::rows, rng, -1000, 1000);
+  const Both b = operand(batch, k, n, kInt32, Mem::cols, rng, -1000, 1000);
+  Tensor c = full({batch, m, n}, 7, {kInt32, kCuda});
+  cuda::gemm_integer(kInt32, batch, m, n, k, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1), a.gpu.stride(2),
+                     b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), c.data_ptr(), c.stride(0),
+                     c.stride(1), c.stride(2), stream);
+  wait_for_gpu();
+  // |sum| <= 8 * 10^6: exact in double, no wrap in int32.
+  const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c.cpu(), 1.0, 0.0);
+  const ref::Array got = ref::read(c.cpu());
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) bad += got.v[i] != want[i];
+  CHECK(bad == 0);
+}
+
 TEST_CASE("gemm_integer with more than 65535 row tiles is exact", "[cuda][gemm][grid]") {
   // 16-row tiles: m = 65535 * 16 + 100 is 65542 tiles, 7 more than grid.y holds (the
   // launcher used to refuse this size). int8, k = 20 (two depth steps, the second
@@ -334,6 +385,43 @@ TEST_CASE("the int8 GEMM and dynamic Linear with more than 65535 row tiles", "[c
   for (size_t i = 0; i < y.size(); ++i)
     worst = std::max(worst, std::isnan(y[i]) ? INFINITY : double(std::abs(y[i] - want[i])));
   CHECK(worst <= 1e-5 * scale);
+}
+
+TEST_CASE("the tensor-core GEMM's grouped tile order with more than 8 tile rows", "[cuda][gemm][grid]") {
+  // gemm_mma walks 128 x 128 tiles in bands of kGroupM = 8 tile rows. m = 1445 is 12
+  // tile rows (one full band of 8, then a short band of 4 whose last tile is partial),
+  // n = 300 is 3 tile columns: a wrong index map in either band leaves NaN tiles or
+  // writes a tile twice with the wrong rows.
+  const int64_t m = 1445, n = 300, k = 40;
+  std::mt19937_64 rng(49);
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat16, kBFloat16})
+    for (Mem ma : {Mem::rows, Mem::cols}) {
+      INFO(ref::str(dt) << " A " << mem_name(ma));
+      const Both a = operand(1, m, k, dt, ma, rng, -1, 1);
+      const Both b = operand(1, k, n, dt, Mem::rows, rng, -1, 1);
+      Tensor c = full({1, m, n}, NAN, {dt, kCuda});
+      cuda::gemm_native(dt, 1, m, n, k, 1.0, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1), a.gpu.stride(2),
+                        b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), 0.0, c.data_ptr(),
+                        c.stride(0), c.stride(1), c.stride(2), stream);
+      wait_for_gpu();
+      const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c.cpu(), 1.0, 0.0);
+      // Per tile (128 x 128), so that one wrong tile among 36 cannot hide in the norm.
+      const ref::Array got = ref::read(c.cpu());
+      int64_t bad_tiles = 0;
+      for (int64_t ti = 0; ti < m; ti += 128)
+        for (int64_t tj = 0; tj < n; tj += 128) {
+          double num = 0, den = 0;
+          for (int64_t i = ti; i < std::min(m, ti + 128); ++i)
+            for (int64_t j = tj; j < std::min(n, tj + 128); ++j) {
+              const double w = want[size_t(i * n + j)], d = got.v[size_t(i * n + j)] - w;
+              num += std::isnan(d) ? INFINITY : d * d;
+              den += w * w;
+            }
+          bad_tiles += !(std::sqrt(num / den) <= gemm_bound(dt));
+        }
+      CHECK(bad_tiles == 0);
+    }
 }
 
 // ------------------------------------------------------------------ conv2d ----
