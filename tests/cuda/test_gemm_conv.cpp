@@ -520,3 +520,53 @@ TEST_CASE("conv2d native and cuDNN kernels match the CPU in float64", "[cuda][co
         CHECK(conv_diff(gw, rw, mw, dt) == "");
       }
 }
+
+TEST_CASE("conv2d forward with a bias rounds the half types once, on every path", "[cuda][conv2d]") {
+  // Integer inputs make the float32 sums exact (|sum| <= 18 * 32 * 32 = 18432 < 2^24,
+  // products of integers below 2^5 exact in TF32 too); the bias k + 0.5 makes every
+  // result need rounding. x, w in [12, 32] put every sum past 2048 (18 * 144 = 2592),
+  // where float16's spacing is at least 2 (bfloat16's is past 256): rounding points
+  // are then integers and every exact result lies 0.5 from them, so an algorithm's
+  // float32 error (Winograd, FFT: far below 0.5 at 18432) cannot change the result.
+  // Rounding the convolution first and the sum again gives different values for a
+  // share of the outputs (counted below, so the test is known to tell them apart).
+  Conv2dShape s;
+  s.n = 2, s.c_in = 2, s.h = 7, s.w = 6, s.c_out = 4, s.kh = 3, s.kw = 3;
+  s.stride_h = s.stride_w = 1, s.pad_h = s.pad_w = 0, s.dil_h = s.dil_w = 1, s.groups = 1;
+  s = conv2d_set_output_size(s);
+  const Shape xs{s.n, s.c_in, s.h, s.w}, ws{s.c_out, s.c_in, s.kh, s.kw}, ys{s.n, s.c_out, s.h_out, s.w_out};
+  std::mt19937_64 rng(50);
+  std::uniform_int_distribution<int> u(12, 32), ub(-8, 7);
+  auto ints = [&](int64_t n) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& e : v) e = u(rng);
+    return v;
+  };
+  const Tensor x64 = ref::make(xs, kFloat64, ints(ref::numel(xs)));
+  const Tensor w64 = ref::make(ws, kFloat64, ints(ref::numel(ws)));
+  std::vector<double> bv(size_t(s.c_out));
+  for (double& e : bv) e = ub(rng) + 0.5;
+  const Tensor b64 = ref::make({s.c_out}, kFloat64, bv);
+  const Tensor conv64 = conv2d(x64, w64, Tensor(), Pair{1, 1}, Pair{0, 0}, Pair{1, 1}, 1);  // exact
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat16, kBFloat16}) {
+    const Tensor once = (conv64 + b64.reshape({1, s.c_out, 1, 1})).to(dt);
+    const Tensor twice = (conv64.to(dt).to(kFloat64) + b64.reshape({1, s.c_out, 1, 1})).to(dt);
+    const ref::Array o = ref::read(once), t = ref::read(twice);
+    int64_t differ = 0;
+    for (size_t i = 0; i < o.v.size(); ++i) differ += o.v[i] != t.v[i];
+    INFO(ref::str(dt) << ": " << differ << " of " << o.v.size() << " outputs differ when rounded twice");
+    REQUIRE(differ > 0);
+    const Tensor x = x64.to(dt).to(kCuda), w = w64.to(dt).to(kCuda), b = b64.to(dt).to(kCuda);
+    std::vector<std::pair<const char*, decltype(&cuda::conv2d_forward)>> impls = {
+        {"native", &cuda::conv2d_forward_native}, {"default", &cuda::conv2d_forward}};
+    if (cuda::conv2d_have_cudnn()) impls.push_back({"cuDNN", &cuda::conv2d_forward_cudnn});
+    for (const auto& [name, fn] : impls) {
+      INFO(name);
+      Tensor y = full(ys, NAN, {dt, kCuda});
+      fn(dt, s, x.data_ptr(), w.data_ptr(), b.data_ptr(), y.data_ptr(), stream);
+      wait_for_gpu();
+      CHECK(ref::compare(y.cpu(), o, cuda_test::kExact) == "");
+    }
+  }
+}
