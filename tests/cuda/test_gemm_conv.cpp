@@ -570,3 +570,54 @@ TEST_CASE("conv2d forward with a bias rounds the half types once, on every path"
     }
   }
 }
+
+TEST_CASE("native conv2d in several im2col chunks matches the CPU", "[cuda][conv2d]") {
+  // conv2d.cu caps one chunk's column matrix at kMaxColumnBytes = 256 MiB (268435456
+  // bytes). Here CK = c_in * kh * kw = 16 * 9 = 144 and P = 400 * 400 = 160000, so one
+  // image's columns are 144 * 160000 * 4 = 92160000 bytes in float32: chunks of 2
+  // images, the batch of 3 in two chunks (2 + 1); the weight gradient's per-image
+  // share, (144 + c_out) * 160000 * 4 = 94720000 bytes, also gives chunks of 2, so its
+  // second chunk adds onto the first with beta = 1. In float64 everything is twice as
+  // large: chunks of one image, three of them. (The half types would fit the batch in
+  // one chunk at this size.) The same float32 values feed both dtypes, so one float64
+  // reference serves both.
+  Conv2dShape s;
+  s.n = 3, s.c_in = 16, s.h = 400, s.w = 400, s.c_out = 4, s.kh = 3, s.kw = 3;
+  s.stride_h = s.stride_w = 1, s.pad_h = s.pad_w = 1, s.dil_h = s.dil_w = 1, s.groups = 1;
+  s = conv2d_set_output_size(s);
+  REQUIRE(s.h_out * s.w_out == 160000);
+  const Shape xs{s.n, s.c_in, s.h, s.w}, ws{s.c_out, s.c_in, s.kh, s.kw}, ys{s.n, s.c_out, s.h_out, s.w_out};
+  std::mt19937_64 rng(51);
+  auto values = [&](const Shape& sh) {
+    return ref::make(sh, kFloat32, ref::random_values(ref::numel(sh), kFloat32, rng, -1, 1));
+  };
+  const Tensor x32 = values(xs), w32 = values(ws), b32 = values({s.c_out}), gy32 = values(ys);
+  auto f64 = [](const Tensor& t) { return t.to(kFloat64); };
+  auto a64 = [](const Tensor& t) { return t.to(kFloat64).abs(); };
+  const Pair st{1, 1}, pd{1, 1}, dl{1, 1};
+  const Tensor ry = conv2d(f64(x32), f64(w32), f64(b32), st, pd, dl, 1);
+  const Tensor my = conv2d(a64(x32), a64(w32), a64(b32), st, pd, dl, 1);
+  const Tensor rx = conv2d_backward_input(f64(gy32), f64(w32), xs, st, pd, dl, 1);
+  const Tensor mx = conv2d_backward_input(a64(gy32), a64(w32), xs, st, pd, dl, 1);
+  auto [rw, rb] = conv2d_backward_weight(f64(gy32), f64(x32), ws, st, pd, dl, 1, true);
+  auto [mw, mb] = conv2d_backward_weight(a64(gy32), a64(x32), ws, st, pd, dl, 1, true);
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat32, kFloat64}) {
+    INFO(ref::str(dt));
+    const Tensor x = x32.to(dt).to(kCuda), w = w32.to(dt).to(kCuda), b = b32.to(dt).to(kCuda);
+    const Tensor gy = gy32.to(dt).to(kCuda);
+    Tensor y = full(ys, NAN, {dt, kCuda});
+    cuda::conv2d_forward_native(dt, s, x.data_ptr(), w.data_ptr(), b.data_ptr(), y.data_ptr(), stream);
+    wait_for_gpu();
+    CHECK(conv_diff(y, ry, my, dt) == "");
+    Tensor gx = full(xs, NAN, {dt, kCuda});
+    cuda::conv2d_backward_input_native(dt, s, gy.data_ptr(), w.data_ptr(), gx.data_ptr(), stream);
+    wait_for_gpu();
+    CHECK(conv_diff(gx, rx, mx, dt) == "");
+    Tensor gw = full(ws, NAN, {dt, kCuda}), gb = full({s.c_out}, NAN, {dt, kCuda});
+    cuda::conv2d_backward_weight_native(dt, s, gy.data_ptr(), x.data_ptr(), gw.data_ptr(), gb.data_ptr(), stream);
+    wait_for_gpu();
+    CHECK(conv_diff(gw, rw, mw, dt) == "");
+    CHECK(conv_diff(gb, rb, mb, dt) == "");
+  }
+}
