@@ -14,6 +14,9 @@
 // [CK][images][P] and grad_y is copied to [c_out][images][P], so that the sum over the
 // chunk's images is part of one GEMM's k (= images * P), batched over the groups;
 // chunks after the first add with beta = 1.
+//
+// Also the two small kernels of the cuDNN path's half-type bias (conv2d_widen,
+// conv2d_add_bias_round), since cudnn_conv.cpp is host code.
 #include <algorithm>
 #include <string>
 
@@ -100,6 +103,30 @@ __global__ void fill_bias_kernel(int64_t total, int64_t c_out, int64_t P, const 
     y[i] = bias[(i / P) % c_out];
 }
 
+// out[i] = float(in[i]): exact for the half types.
+template <class T>
+__global__ void widen_kernel(int64_t count, const T* __restrict__ in, float* __restrict__ out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = to_acc(in[i]);
+}
+
+// y[b][c][p] = T(acc[b][c][p] + bias[c]): the sum in float, one rounding.
+template <class T>
+__global__ void add_bias_round_kernel(int64_t total, int64_t c_out, int64_t P, const float* __restrict__ acc,
+                                      const T* __restrict__ bias, T* __restrict__ y) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = from_acc<T>(acc[i] + to_acc(bias[(i / P) % c_out]));
+}
+
+template <class F>
+void dispatch_half(DType dt, const char* op, F&& f) {
+  if (dt == DType::Float16) return f.template operator()<Half>();
+  if (dt == DType::BFloat16) return f.template operator()<BFloat16>();
+  throw NotImplementedError(std::string(op) + ": not implemented for dtype " + dtype_name(dt) + " on cuda");
+}
+
 // out[c][b][p] = gy[b][c][p] for images [0, nb).
 template <class T>
 __global__ void channels_outer_kernel(int64_t nb, int64_t c_out, int64_t P, const T* __restrict__ gy,
@@ -184,6 +211,21 @@ void conv2d_bias_grad(DType dt, const Conv2dShape& s, const void* grad_y, void* 
     bias_grad_kernel<T><<<unsigned(s.c_out), kBlockThreads, 0, stream>>>(
         s.n, s.c_out, s.h_out * s.w_out, static_cast<const T*>(grad_y), static_cast<T*>(grad_bias));
     EMBER_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void conv2d_widen(DType dt, int64_t count, const void* in, float* out, cudaStream_t stream) {
+  dispatch_half(dt, "conv2d_widen", [&]<class T>() {
+    launch_1d(count, stream, widen_kernel<T>, count, static_cast<const T*>(in), out);
+  });
+}
+
+void conv2d_add_bias_round(DType dt, const Conv2dShape& s, const float* acc, const void* bias, void* y,
+                           cudaStream_t stream) {
+  const int64_t P = s.h_out * s.w_out, total = s.n * s.c_out * P;
+  dispatch_half(dt, "conv2d_add_bias_round", [&]<class T>() {
+    launch_1d(total, stream, add_bias_round_kernel<T>, total, s.c_out, P, acc, static_cast<const T*>(bias),
+              static_cast<T*>(y));
   });
 }
 

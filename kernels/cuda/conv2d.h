@@ -36,7 +36,10 @@ void conv2d_backward_weight_native(DType dt, const Conv2dShape& s, const void* g
                                    cudaStream_t stream);
 
 // cuDNN (cudnn_conv.cpp). Shapes cuDNN cannot take (empty tensors, sizes past int
-// range, no algorithm within the workspace limit) run the native kernels instead.
+// range, descriptors or an algorithm query cuDNN refuses, no algorithm within the
+// workspace limit) run the native kernels instead. A half-type forward with a bias
+// rounds once, as the native one: cuDNN convolves float32 copies of x and the weight
+// into float32, then conv2d_add_bias_round adds the bias and rounds.
 // Without cuDNN in the build these throw NotImplementedError.
 bool conv2d_have_cudnn();
 void conv2d_forward_cudnn(DType dt, const Conv2dShape& s, const void* x, const void* weight,
@@ -46,6 +49,15 @@ void conv2d_backward_input_cudnn(DType dt, const Conv2dShape& s, const void* gra
 void conv2d_backward_weight_cudnn(DType dt, const Conv2dShape& s, const void* grad_y,
                                   const void* x, void* grad_weight, void* grad_bias,
                                   cudaStream_t stream);
+
+// Helpers of the cuDNN path's half-type bias (their kernels live in conv2d.cu, since
+// cudnn_conv.cpp is host code). dt is Float16 or BFloat16, else NotImplementedError.
+// out[i] = float(in[i]) for i < count (exact).
+void conv2d_widen(DType dt, int64_t count, const void* in, float* out, cudaStream_t stream);
+// y = dt(acc + bias[c]) over y's n x c_out x h_out x w_out, summed in float and
+// rounded once; acc is float32 of y's shape.
+void conv2d_add_bias_round(DType dt, const Conv2dShape& s, const float* acc, const void* bias, void* y,
+                           cudaStream_t stream);
 
 // grad_bias[c] = sum of grad_y[., c, ., .], a deterministic per-channel reduction
 // (used by both paths' callers and tests).

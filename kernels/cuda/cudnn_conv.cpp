@@ -8,7 +8,10 @@
 // and float64 ask for FMA math only (no TF32, matching the CPU to float32 rounding);
 // float16 and bfloat16 for tensor-core math with float32 accumulation. One cuDNN
 // handle per device, created on first use, used under the device's lock because its
-// stream is per-handle state.
+// stream is per-handle state. Whatever cuDNN refuses (a descriptor, the algorithm
+// query, every algorithm) runs the native kernels instead. A half-type forward with
+// a bias convolves float32 copies and rounds once while adding the bias (see
+// conv2d_forward_cudnn).
 #include <cstdint>
 #include <string>
 
@@ -77,61 +80,97 @@ bool cudnn_can_take(const Conv2dShape& s) {
   return s.n > 0 && s.c_in > 0 && s.c_out > 0 && s.h_out > 0 && s.w_out > 0 && s.h > 0 && s.w > 0;
 }
 
-// The four descriptors of one convolution, destroyed with it.
-struct Descriptors {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-
-  Descriptors(DType dt, const Conv2dShape& s) {
-    const cudnnDataType_t t = data_type(dt);
-    EMBER_CUDA_CHECK(cudnnCreateTensorDescriptor(&x));
-    EMBER_CUDA_CHECK(cudnnCreateTensorDescriptor(&y));
-    EMBER_CUDA_CHECK(cudnnCreateTensorDescriptor(&bias));
-    EMBER_CUDA_CHECK(cudnnCreateFilterDescriptor(&w));
-    EMBER_CUDA_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-    EMBER_CUDA_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, t, int(s.n), int(s.c_in), int(s.h), int(s.w)));
-    EMBER_CUDA_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, t, int(s.n), int(s.c_out), int(s.h_out),
-                                                int(s.w_out)));
-    EMBER_CUDA_CHECK(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, t, 1, int(s.c_out), 1, 1));
-    EMBER_CUDA_CHECK(cudnnSetFilter4dDescriptor(w, t, CUDNN_TENSOR_NCHW, int(s.c_out), int(s.c_in / s.groups),
-                                                int(s.kh), int(s.kw)));
-    EMBER_CUDA_CHECK(cudnnSetConvolution2dDescriptor(
-        conv, int(s.pad_h), int(s.pad_w), int(s.stride_h), int(s.stride_w), int(s.dil_h), int(s.dil_w),
-        CUDNN_CROSS_CORRELATION, dt == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
-    EMBER_CUDA_CHECK(cudnnSetConvolutionGroupCount(conv, int(s.groups)));
-    EMBER_CUDA_CHECK(cudnnSetConvolutionMathType(conv, is_half(dt) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
-  }
-  ~Descriptors() {
-    cudnnDestroyConvolutionDescriptor(conv);
-    cudnnDestroyFilterDescriptor(w);
-    cudnnDestroyTensorDescriptor(bias);
-    cudnnDestroyTensorDescriptor(y);
-    cudnnDestroyTensorDescriptor(x);
-  }
-  Descriptors(const Descriptors&) = delete;
-  Descriptors& operator=(const Descriptors&) = delete;
+// One descriptor each, destroyed with its owner. Each is its own member of
+// Descriptors, so that when a later create call throws, the ones already made are
+// destroyed (members constructed so far are, a half-built object's body is not).
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { EMBER_CUDA_CHECK(cudnnCreateTensorDescriptor(&d)); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { EMBER_CUDA_CHECK(cudnnCreateFilterDescriptor(&d)); }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { EMBER_CUDA_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
 };
 
-// The first heuristic result that ran, fits the workspace limit and, for the float
-// types, does not use tensor cores (TF32); its math type is set on the descriptor.
+// The descriptors of one convolution with data of type dt. `ok` is false when cuDNN
+// refused to describe it (a cudnnSet* call failed): the caller then runs the native
+// kernels, as for any shape cuDNN cannot take.
+struct Descriptors {
+  TensorDesc x_, y_, bias_;
+  FilterDesc w_;
+  ConvDesc conv_;
+  cudnnTensorDescriptor_t x, y, bias;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+  bool ok;
+
+  Descriptors(DType dt, const Conv2dShape& s)
+      : x(x_.d), y(y_.d), bias(bias_.d), w(w_.d), conv(conv_.d), ok(describe(dt, s)) {}
+
+ private:
+  bool describe(DType dt, const Conv2dShape& s) {
+    const cudnnDataType_t t = data_type(dt);
+    const cudnnStatus_t st[] = {
+        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, t, int(s.n), int(s.c_in), int(s.h), int(s.w)),
+        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, t, int(s.n), int(s.c_out), int(s.h_out), int(s.w_out)),
+        cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, t, 1, int(s.c_out), 1, 1),
+        cudnnSetFilter4dDescriptor(w, t, CUDNN_TENSOR_NCHW, int(s.c_out), int(s.c_in / s.groups), int(s.kh),
+                                   int(s.kw)),
+        cudnnSetConvolution2dDescriptor(conv, int(s.pad_h), int(s.pad_w), int(s.stride_h), int(s.stride_w),
+                                        int(s.dil_h), int(s.dil_w), CUDNN_CROSS_CORRELATION,
+                                        dt == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT),
+        cudnnSetConvolutionGroupCount(conv, int(s.groups)),
+        cudnnSetConvolutionMathType(conv, is_half(dt) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+    };
+    for (cudnnStatus_t v : st)
+      if (v != CUDNN_STATUS_SUCCESS) return false;
+    return true;
+  }
+};
+
+// Which math an algorithm may use.
+enum class Math {
+  fma,         // float32/float64 data: FMA only, never TF32 (float32 results to float32 rounding)
+  tensor_ops,  // half-type data: tensor cores, float32 accumulation
+  tf32_exact,  // float32 copies of half-type data: TF32 is exact on them (a half value
+               // has 11 significant bits, a bfloat16 8, TF32 keeps 11), so tensor cores
+               // may run; conversion down to float16 may not (bfloat16's range).
+};
+
+// The first heuristic result that ran, fits the workspace limit and uses math `rule`
+// allows; its math type is set on the descriptor.
 template <class Perf>
-bool pick(DType dt, const Perf* perf, int count, cudnnConvolutionDescriptor_t conv, Perf& out) {
+bool pick(Math rule, const Perf* perf, int count, cudnnConvolutionDescriptor_t conv, Perf& out) {
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kMaxWorkspaceBytes) continue;
-    if (!is_half(dt) && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
+    cudnnMathType_t math = perf[i].mathType;
+    if (rule == Math::fma) {
+      if (math != CUDNN_FMA_MATH && math != CUDNN_DEFAULT_MATH) continue;
+      math = CUDNN_FMA_MATH;  // DEFAULT permits TF32 on this GPU; keep the algorithm but insist on FMA
+    } else if (rule == Math::tf32_exact && math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
       continue;
-    if (!is_half(dt) && perf[i].mathType == CUDNN_DEFAULT_MATH) {
-      // DEFAULT permits TF32 on this GPU; keep the algorithm but insist on FMA math.
-      EMBER_CUDA_CHECK(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH));
-    } else {
-      EMBER_CUDA_CHECK(cudnnSetConvolutionMathType(conv, perf[i].mathType));
     }
+    EMBER_CUDA_CHECK(cudnnSetConvolutionMathType(conv, math));
     out = perf[i];
     return true;
   }
   return false;
 }
+
+Math math_for(DType dt) { return is_half(dt) ? Math::tensor_ops : Math::fma; }
 
 // alpha = 1 and beta = 0 or 1 in the scaling type cuDNN wants (double for float64).
 struct Scalars {
@@ -145,6 +184,31 @@ struct Scalars {
 
 constexpr int kMaxAlgos = 16;
 
+// y = conv(x, w) (+ bias, nullable) with data of type dt, or false without touching
+// y when cuDNN cannot take it: descriptors refused, the algorithm query itself failed
+// (cudnnGetConvolutionForwardAlgorithm_v7 returning an error rather than per-algorithm
+// statuses), or no algorithm within the limits. The caller holds h's lock.
+bool forward(cudnnHandle_t h, int device, DType dt, Math rule, const Conv2dShape& s, const void* x, const void* w,
+             const void* bias, void* y, cudaStream_t stream) {
+  Descriptors d(dt, s);
+  if (!d.ok) return false;
+  cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos], best;
+  int count = 0;
+  if (cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxAlgos, &count, perf) !=
+      CUDNN_STATUS_SUCCESS)
+    return false;
+  if (!pick(rule, perf, count, d.conv, best)) return false;
+  ScratchBuffer ws(best.memory, device, stream);
+  const Scalars k(dt);
+  EMBER_CUDA_CHECK(cudnnConvolutionForward(h, k.one(), d.x, x, d.w, w, d.conv, best.algo, ws.get(), best.memory,
+                                           k.zero(), d.y, y));
+  // float32 and float64 only (the caller handles the half types): y holds the sum
+  // rounded to dt and the bias is added to it, one more rounding, as the native
+  // GEMM's epilogue does with its float32 (float64) accumulator.
+  if (bias) EMBER_CUDA_CHECK(cudnnAddTensor(h, k.one(), d.bias, bias, k.one(), d.y, y));
+  return true;
+}
+
 }  // namespace
 
 bool conv2d_have_cudnn() { return true; }
@@ -156,16 +220,28 @@ void conv2d_forward_cudnn(DType dt, const Conv2dShape& s, const void* x, const v
   DnnHandle& h = dnn_handle(device);
   std::lock_guard<std::mutex> guard(h.lock);
   EMBER_CUDA_CHECK(cudnnSetStream(h.handle, stream));
-  Descriptors d(dt, s);
-  cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos], best;
-  int count = 0;
-  EMBER_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h.handle, d.x, d.w, d.conv, d.y, kMaxAlgos, &count, perf));
-  if (!pick(dt, perf, count, d.conv, best)) return conv2d_forward_native(dt, s, x, weight, bias, y, stream);
-  ScratchBuffer ws(best.memory, device, stream);
-  const Scalars k(dt);
-  EMBER_CUDA_CHECK(cudnnConvolutionForward(h.handle, k.one(), d.x, x, d.w, weight, d.conv, best.algo, ws.get(),
-                                           best.memory, k.zero(), d.y, y));
-  if (bias) EMBER_CUDA_CHECK(cudnnAddTensor(h.handle, k.one(), d.bias, bias, k.one(), d.y, y));
+  if (bias && is_half(dt)) {
+    // Convolving in the half type and then adding the bias (cudnnAddTensor) rounds
+    // twice, where the native path rounds once (its GEMM adds onto y pre-filled with
+    // the bias, in float). cuDNN's legacy API takes no float32 output for half
+    // inputs, and whether its alpha/beta blend happens before the rounding is not
+    // documented for every algorithm; so convolve exact float32 copies into float32
+    // and add the bias while rounding, in one kernel. It costs the copies (x, weight
+    // and y in float32) and TF32 instead of fp16 tensor-core rates.
+    const int64_t nx = s.n * s.c_in * s.h * s.w, nw = s.c_out * (s.c_in / s.groups) * s.kh * s.kw,
+                  ny = s.n * s.c_out * s.h_out * s.w_out;
+    ScratchBuffer x32(size_t(nx) * sizeof(float), device, stream), w32(size_t(nw) * sizeof(float), device, stream),
+        y32(size_t(ny) * sizeof(float), device, stream);
+    conv2d_widen(dt, nx, x, x32.as<float>(), stream);
+    conv2d_widen(dt, nw, weight, w32.as<float>(), stream);
+    if (!forward(h.handle, device, DType::Float32, Math::tf32_exact, s, x32.get(), w32.get(), nullptr, y32.get(),
+                 stream))
+      return conv2d_forward_native(dt, s, x, weight, bias, y, stream);
+    conv2d_add_bias_round(dt, s, y32.as<float>(), bias, y, stream);
+    return;
+  }
+  if (!forward(h.handle, device, dt, math_for(dt), s, x, weight, bias, y, stream))
+    return conv2d_forward_native(dt, s, x, weight, bias, y, stream);
 }
 
 void conv2d_backward_input_cudnn(DType dt, const Conv2dShape& s, const void* grad_y,
@@ -179,9 +255,12 @@ void conv2d_backward_input_cudnn(DType dt, const Conv2dShape& s, const void* gra
   Descriptors d(dt, s);
   cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos], best;
   int count = 0;
-  EMBER_CUDA_CHECK(
-      cudnnGetConvolutionBackwardDataAlgorithm_v7(h.handle, d.w, d.y, d.conv, d.x, kMaxAlgos, &count, perf));
-  if (!pick(dt, perf, count, d.conv, best))
+  // An error from the query itself (not just per-algorithm statuses) means cuDNN
+  // cannot take this convolution: the native kernels run, as conv2d.h promises.
+  if (!d.ok ||
+      cudnnGetConvolutionBackwardDataAlgorithm_v7(h.handle, d.w, d.y, d.conv, d.x, kMaxAlgos, &count, perf) !=
+          CUDNN_STATUS_SUCCESS ||
+      !pick(math_for(dt), perf, count, d.conv, best))
     return conv2d_backward_input_native(dt, s, grad_y, weight, grad_x, stream);
   ScratchBuffer ws(best.memory, device, stream);
   const Scalars k(dt);
@@ -201,9 +280,10 @@ void conv2d_backward_weight_cudnn(DType dt, const Conv2dShape& s, const void* gr
   Descriptors d(dt, s);
   cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos], best;
   int count = 0;
-  EMBER_CUDA_CHECK(
-      cudnnGetConvolutionBackwardFilterAlgorithm_v7(h.handle, d.x, d.y, d.conv, d.w, kMaxAlgos, &count, perf));
-  if (!pick(dt, perf, count, d.conv, best))
+  if (!d.ok ||
+      cudnnGetConvolutionBackwardFilterAlgorithm_v7(h.handle, d.x, d.y, d.conv, d.w, kMaxAlgos, &count, perf) !=
+          CUDNN_STATUS_SUCCESS ||
+      !pick(math_for(dt), perf, count, d.conv, best))
     return conv2d_backward_weight_native(dt, s, grad_y, x, grad_weight, grad_bias, stream);
   ScratchBuffer ws(best.memory, device, stream);
   const Scalars k(dt);

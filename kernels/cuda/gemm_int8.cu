@@ -181,100 +181,107 @@ __device__ __forceinline__ void mma_u8s8(int32_t c[4], const uint32_t a[4], cons
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// Block (x, y, z) computes output rows [32y, 32y + 32) x channels [64x, 64x + 64) over
-// the depth [z * k_split, (z + 1) * k_split) (k_split a multiple of BK; the last
-// slice ends at kp).
+// Block (x, y, z) computes channels [64x, 64x + 64) over the depth
+// [z * k_split, (z + 1) * k_split) (k_split a multiple of BK; the last slice ends at
+// kp) for the row tiles y, y + gridDim.y, ...: grid.y is capped at 65535, so past
+// 65535 * 32 rows a block takes more than one tile of rows.
 __global__ void __launch_bounds__(kThreads) gemm_u8s8(int64_t m, int64_t n, int64_t kp, int64_t k_split,
                                                       const uint8_t* __restrict__ a, const int8_t* __restrict__ b,
                                                       Epilogue ep, void* __restrict__ c) {
   __shared__ __align__(16) uint8_t sa[BM * kStride];
   __shared__ __align__(16) uint8_t sb[BN * kStride];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int64_t row0 = int64_t(blockIdx.y) * BM, col0 = int64_t(blockIdx.x) * BN;
+  const int64_t col0 = int64_t(blockIdx.x) * BN, m_tiles = (m + BM - 1) / BM;
   const int64_t k_begin = int64_t(blockIdx.z) * k_split, k_end = min(kp, k_begin + k_split);
-
-  uint4 ra[kAChunks], rb[kBChunks];
-  // Step k0's bytes into registers: chunk q of the block is row q / 16, bytes 16 * (q % 16).
-  auto load = [&](int64_t k0) {
-#pragma unroll
-    for (int i = 0; i < kAChunks; ++i) {
-      const int q = tid + i * kThreads, r = q / (BK / 16), ch = q % (BK / 16);
-      const int64_t gk = k0 + ch * 16;
-      ra[i] = row0 + r < m && gk < k_end ? *reinterpret_cast<const uint4*>(a + (row0 + r) * kp + gk)
-                                      : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int i = 0; i < kBChunks; ++i) {
-      const int q = tid + i * kThreads, r = q / (BK / 16), ch = q % (BK / 16);
-      const int64_t gk = k0 + ch * 16;
-      rb[i] = col0 + r < n && gk < k_end ? *reinterpret_cast<const uint4*>(b + (col0 + r) * kp + gk)
-                                      : make_uint4(0, 0, 0, 0);
-    }
-  };
-  auto store = [&] {
-#pragma unroll
-    for (int i = 0; i < kAChunks; ++i) {
-      const int q = tid + i * kThreads;
-      *reinterpret_cast<uint4*>(sa + (q / (BK / 16)) * kStride + (q % (BK / 16)) * 16) = ra[i];
-    }
-#pragma unroll
-    for (int i = 0; i < kBChunks; ++i) {
-      const int q = tid + i * kThreads;
-      *reinterpret_cast<uint4*>(sb + (q / (BK / 16)) * kStride + (q % (BK / 16)) * 16) = rb[i];
-    }
-  };
-
-  int32_t acc[2][2][4] = {};
-  load(k_begin);
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
-    store();
-    __syncthreads();
-    if (k0 + BK < k_end) load(k0 + BK);  // in flight while the tensor cores run
-#pragma unroll
-    for (int ks = 0; ks < BK; ks += 32) {
-      uint32_t af[2][4], bf[2][2];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        const uint8_t* p = sa + (mt * 16 + g) * kStride + ks + 4 * t;
-        af[mt][0] = *reinterpret_cast<const uint32_t*>(p);
-        af[mt][1] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride);
-        af[mt][2] = *reinterpret_cast<const uint32_t*>(p + 16);
-        af[mt][3] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride + 16);
-      }
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const uint8_t* p = sb + (warp * 16 + nt * 8 + g) * kStride + ks + 4 * t;
-        bf[nt][0] = *reinterpret_cast<const uint32_t*>(p);
-        bf[nt][1] = *reinterpret_cast<const uint32_t*>(p + 16);
-      }
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt) mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
-    }
-    __syncthreads();
-  }
-
   ActParams p{};
   if (ep.minmax) p = act_params(ep.minmax[0], ep.minmax[1], ep.reduce_range);
+  // The loop is uniform across the block, so the __syncthreads inside are safe; the
+  // last one of a tile's depth loop also orders its shared reads before the next
+  // tile's first stores.
+  for (int64_t tm = blockIdx.y; tm < m_tiles; tm += gridDim.y) {
+    const int64_t row0 = tm * BM;
+
+    uint4 ra[kAChunks], rb[kBChunks];
+    // Step k0's bytes into registers: chunk q of the block is row q / 16, bytes 16 * (q % 16).
+    auto load = [&](int64_t k0) {
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t row = row0 + mt * 16 + g + (e >= 2 ? 8 : 0);
-        const int64_t col = col0 + warp * 16 + nt * 8 + 2 * t + (e & 1);
-        if (row >= m || col >= n) continue;
-        const int32_t v = acc[mt][nt][e];
-        if (!ep.minmax) {
-          int32_t* out = static_cast<int32_t*>(c) + row * n + col;
-          if (ep.atomic) atomicAdd(out, v);
-          else *out = v;
-          continue;
-        }
-        static_cast<float*>(c)[row * n + col] = dequantized(v, col, p, ep);
+      for (int i = 0; i < kAChunks; ++i) {
+        const int q = tid + i * kThreads, r = q / (BK / 16), ch = q % (BK / 16);
+        const int64_t gk = k0 + ch * 16;
+        ra[i] = row0 + r < m && gk < k_end ? *reinterpret_cast<const uint4*>(a + (row0 + r) * kp + gk)
+                                        : make_uint4(0, 0, 0, 0);
       }
+#pragma unroll
+      for (int i = 0; i < kBChunks; ++i) {
+        const int q = tid + i * kThreads, r = q / (BK / 16), ch = q % (BK / 16);
+        const int64_t gk = k0 + ch * 16;
+        rb[i] = col0 + r < n && gk < k_end ? *reinterpret_cast<const uint4*>(b + (col0 + r) * kp + gk)
+                                        : make_uint4(0, 0, 0, 0);
+      }
+    };
+    auto store = [&] {
+#pragma unroll
+      for (int i = 0; i < kAChunks; ++i) {
+        const int q = tid + i * kThreads;
+        *reinterpret_cast<uint4*>(sa + (q / (BK / 16)) * kStride + (q % (BK / 16)) * 16) = ra[i];
+      }
+#pragma unroll
+      for (int i = 0; i < kBChunks; ++i) {
+        const int q = tid + i * kThreads;
+        *reinterpret_cast<uint4*>(sb + (q / (BK / 16)) * kStride + (q % (BK / 16)) * 16) = rb[i];
+      }
+    };
+
+    int32_t acc[2][2][4] = {};
+    load(k_begin);
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += BK) {
+      store();
+      __syncthreads();
+      if (k0 + BK < k_end) load(k0 + BK);  // in flight while the tensor cores run
+#pragma unroll
+      for (int ks = 0; ks < BK; ks += 32) {
+        uint32_t af[2][4], bf[2][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          const uint8_t* p = sa + (mt * 16 + g) * kStride + ks + 4 * t;
+          af[mt][0] = *reinterpret_cast<const uint32_t*>(p);
+          af[mt][1] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride);
+          af[mt][2] = *reinterpret_cast<const uint32_t*>(p + 16);
+          af[mt][3] = *reinterpret_cast<const uint32_t*>(p + 8 * kStride + 16);
+        }
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          const uint8_t* p = sb + (warp * 16 + nt * 8 + g) * kStride + ks + 4 * t;
+          bf[nt][0] = *reinterpret_cast<const uint32_t*>(p);
+          bf[nt][1] = *reinterpret_cast<const uint32_t*>(p + 16);
+        }
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) mma_u8s8(acc[mt][nt], af[mt], bf[nt]);
+      }
+      __syncthreads();
+    }
+
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t row = row0 + mt * 16 + g + (e >= 2 ? 8 : 0);
+          const int64_t col = col0 + warp * 16 + nt * 8 + 2 * t + (e & 1);
+          if (row >= m || col >= n) continue;
+          const int32_t v = acc[mt][nt][e];
+          if (!ep.minmax) {
+            int32_t* out = static_cast<int32_t*>(c) + row * n + col;
+            if (ep.atomic) atomicAdd(out, v);
+            else *out = v;
+            continue;
+          }
+          static_cast<float*>(c)[row * n + col] = dequantized(v, col, p, ep);
+        }
+  }  // row tiles
 }
 
 // The epilogue alone, after a split-K product has summed into `sums`.
@@ -307,7 +314,9 @@ void launch_gemm(int64_t m, int64_t n, int64_t kp, const uint8_t* a, const int8_
   if (m <= 0 || n <= 0) return;
   const int64_t k_split = k_split_for(m, n, kp);
   const int64_t splits = kp > 0 ? (kp + k_split - 1) / k_split : 1;
-  const dim3 grid(unsigned((n + BN - 1) / BN), unsigned((m + BM - 1) / BM), unsigned(splits));
+  // grid.y is limited to 65535 blocks; gemm_u8s8 loops over the row tiles past that.
+  const dim3 grid(unsigned((n + BN - 1) / BN), unsigned(std::min<int64_t>((m + BM - 1) / BM, 65535)),
+                  unsigned(splits));
   if (splits == 1) {
     ep.atomic = false;
     gemm_u8s8<<<grid, kThreads, 0, stream>>>(m, n, kp, std::max<int64_t>(kp, 1), a, b, ep, c);

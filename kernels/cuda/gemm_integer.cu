@@ -27,20 +27,24 @@ __global__ void gemm_integer_kernel(int64_t batch, int64_t m, int64_t n, int64_t
   __shared__ U As[kTile][kTile + 1];  // [row][k]; +1 keeps column reads off one bank
   __shared__ U Bs[kTile][kTile + 1];  // [k][col]
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t row = int64_t(blockIdx.y) * kTile + ty, col = int64_t(blockIdx.x) * kTile + tx;
-  for (int64_t p = blockIdx.z; p < batch; p += gridDim.z) {
-    U acc = 0;
-    for (int64_t k0 = 0; k0 < k; k0 += kTile) {
-      // Thread (ty, tx) loads A[row][k0 + tx] and B[k0 + ty][col]; zeros outside.
-      As[ty][tx] = (row < m && k0 + tx < k) ? U(a[p * a_bs + row * a_rs + (k0 + tx) * a_cs]) : U(0);
-      Bs[ty][tx] = (col < n && k0 + ty < k) ? U(b[p * b_bs + (k0 + ty) * b_rs + col * b_cs]) : U(0);
-      __syncthreads();
+  const int64_t col = int64_t(blockIdx.x) * kTile + tx, m_tiles = (m + kTile - 1) / kTile;
+  // y and z are capped at 65535 blocks: past that a block takes several row tiles and
+  // matrices. Both loops are uniform across the block, so the __syncthreads are safe.
+  for (int64_t p = blockIdx.z; p < batch; p += gridDim.z)
+    for (int64_t tm = blockIdx.y; tm < m_tiles; tm += gridDim.y) {
+      const int64_t row = tm * kTile + ty;
+      U acc = 0;
+      for (int64_t k0 = 0; k0 < k; k0 += kTile) {
+        // Thread (ty, tx) loads A[row][k0 + tx] and B[k0 + ty][col]; zeros outside.
+        As[ty][tx] = (row < m && k0 + tx < k) ? U(a[p * a_bs + row * a_rs + (k0 + tx) * a_cs]) : U(0);
+        Bs[ty][tx] = (col < n && k0 + ty < k) ? U(b[p * b_bs + (k0 + ty) * b_rs + col * b_cs]) : U(0);
+        __syncthreads();
 #pragma unroll
-      for (int q = 0; q < kTile; ++q) acc = U(acc + U(As[ty][q] * Bs[q][tx]));
-      __syncthreads();
+        for (int q = 0; q < kTile; ++q) acc = U(acc + U(As[ty][q] * Bs[q][tx]));
+        __syncthreads();
+      }
+      if (row < m && col < n) c[p * c_bs + row * c_rs + col * c_cs] = static_cast<T>(acc);
     }
-    if (row < m && col < n) c[p * c_bs + row * c_rs + col * c_cs] = static_cast<T>(acc);
-  }
 }
 
 template <class T>
@@ -48,8 +52,8 @@ void launch(int64_t batch, int64_t m, int64_t n, int64_t k, const void* a, int64
             int64_t a_rs, int64_t a_cs, const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs,
             void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
   const int64_t gx = (n + kTile - 1) / kTile, gy = (m + kTile - 1) / kTile;
-  if (gx > INT32_MAX || gy > 65535) throw ValueError("gemm_integer: matrix too large for the CUDA grid");
-  const dim3 grid(unsigned(gx), unsigned(gy), unsigned(std::min<int64_t>(batch, 65535)));
+  if (gx > INT32_MAX) throw ValueError("gemm_integer: n is too large for the CUDA grid");
+  const dim3 grid(unsigned(gx), unsigned(std::min<int64_t>(gy, 65535)), unsigned(std::min<int64_t>(batch, 65535)));
   gemm_integer_kernel<T><<<grid, dim3(kTile, kTile), 0, stream>>>(
       batch, m, n, k, static_cast<const T*>(a), a_bs, a_rs, a_cs, static_cast<const T*>(b), b_bs,
       b_rs, b_cs, static_cast<T*>(c), c_bs, c_rs, c_cs);

@@ -1,7 +1,9 @@
 // The CUDA GEMM and convolution kernels called directly (kernels/cuda/gemm.h and
 // conv2d.h), each implementation on its own: the hand-written kernels (SIMT float32
 // and float64, tensor-core float16 and bfloat16, im2col convolution) and the
-// library paths (cuBLAS, cuDNN), against a float64 reference computed on the CPU.
+// library paths (cuBLAS, cuDNN), against a float64 reference computed on the CPU;
+// also the integer and int8 GEMMs, and sizes that pass the grid's 65535-block sides
+// and the native convolution's 256 MiB column budget.
 // EMBER_KERNELS is read once per process, so the native functions are called by
 // name instead of through the environment. GEMMs are judged by the relative
 // Frobenius norm of the error (docs/numerics.md, "CUDA against CPU"); plain float32
@@ -12,7 +14,10 @@
 #include "cuda/both.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_int8.h"
 #include "kernels/cuda/runtime.h"
+#include "nn/nn.h"
+#include "quant/quant.h"
 #include "tensor/cuda.h"
 
 using namespace ember;
@@ -250,6 +255,175 @@ TEST_CASE("gemm_integer is exact, wrapping in the element type", "[cuda][gemm]")
       }
 }
 
+// ------------------------------------------- grids past their hardware limits ----
+// A grid's y and z sides hold at most 65535 blocks; the GEMM launchers cap them there
+// and the kernels loop over what does not fit. Each case below is sized to need more
+// than 65535 blocks on the capped side, so that some blocks take a second tile or
+// matrix, and is checked element by element (C starts as NaN where beta = 0, so a
+// tile nobody computed shows).
+
+TEST_CASE("batched GEMMs past 65535 matrices: native, cuBLAS and integer", "[cuda][gemm][grid]") {
+  // 70000 > 65535: blocks with grid index below 70000 - 65535 = 4465 take a second
+  // matrix (grid.z of the SIMT and integer kernels, grid.y of the tensor-core one).
+  // A is [batch, 5, 8] row-major (16-byte aligned rows: the tensor-core kernel reads
+  // it directly), B [batch, 8, 6] row-major (packed first): both of its paths.
+  const int64_t batch = 70000, m = 5, n = 6, k = 8;
+  std::mt19937_64 rng(45);
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+    const Both a = operand(batch, m, k, dt, Mem::rows, rng, -1, 1);
+    const Both b = operand(batch, k, n, dt, Mem::rows, rng, -1, 1);
+    const Both c0 = operand(batch, m, n, dt, Mem::rows, rng, -1, 1);
+    const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c0.cpu, 1.5, 0.5);
+    for (GemmFn fn : {&cuda::gemm_native, &cuda::gemm_cublas}) {
+      INFO(ref::str(dt) << (fn == &cuda::gemm_native ? " native" : " cuBLAS") << ", batch " << batch);
+      Tensor c = c0.gpu.clone();
+      fn(dt, batch, m, n, k, 1.5, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1), a.gpu.stride(2),
+         b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), 0.5, c.data_ptr(), c.stride(0),
+         c.stride(1), c.stride(2), stream);
+      wait_for_gpu();
+      // Per matrix, so that a matrix left unwritten cannot hide in the norm of 70000.
+      const ref::Array got = ref::read(c.cpu());
+      int64_t bad = 0;
+      for (int64_t p = 0; p < batch; ++p) {
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < m * n; ++i) {
+          const double w = want[size_t(p * m * n + i)], d = got.v[size_t(p * m * n + i)] - w;
+          num += std::isnan(d) ? INFINITY : d * d;
+          den += w * w;
+        }
+        bad += !(std::sqrt(num / den) <= gemm_bound(dt));
+      }
+      CHECK(bad == 0);
+    }
+  }
+  // The integer kernel: exact.
+  const Both a = operand(batch, m, k, kInt32, Mem::rows, rng, -1000, 1000);
+  const Both b = operand(batch, k, n, kInt32, Mem::cols, rng, -1000, 1000);
+  Tensor c = full({batch, m, n}, 7, {kInt32, kCuda});
+  cuda::gemm_integer(kInt32, batch, m, n, k, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1), a.gpu.stride(2),
+                     b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), c.data_ptr(), c.stride(0),
+                     c.stride(1), c.stride(2), stream);
+  wait_for_gpu();
+  // |sum| <= 8 * 10^6: exact in double, no wrap in int32.
+  const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c.cpu(), 1.0, 0.0);
+  const ref::Array got = ref::read(c.cpu());
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) bad += got.v[i] != want[i];
+  CHECK(bad == 0);
+}
+
+TEST_CASE("gemm_integer with more than 65535 row tiles is exact", "[cuda][gemm][grid]") {
+  // 16-row tiles: m = 65535 * 16 + 100 is 65542 tiles, 7 more than grid.y holds (the
+  // launcher used to refuse this size). int8, k = 20 (two depth steps, the second
+  // partial): 21 MB of A. Sums reach 20 * 128 * 128: they wrap in int8, as on the CPU.
+  const int64_t m = 65535 * 16 + 100, n = 3, k = 20;
+  std::mt19937_64 rng(46);
+  std::uniform_int_distribution<int> u(-128, 127);
+  Tensor a = empty({m, k}, kInt8), b = empty({k, n}, kInt8);
+  int8_t* ap = a.data_ptr<int8_t>();
+  int8_t* bp = b.data_ptr<int8_t>();
+  for (int64_t i = 0; i < m * k; ++i) ap[i] = int8_t(u(rng));
+  for (int64_t i = 0; i < k * n; ++i) bp[i] = int8_t(u(rng));
+  const Tensor ad = a.to(kCuda), bd = b.to(kCuda);
+  Tensor c = full({m, n}, 7, {kInt8, kCuda});
+  cuda::gemm_integer(kInt8, 1, m, n, k, ad.data_ptr(), m * k, k, 1, bd.data_ptr(), k * n, n, 1, c.data_ptr(), m * n,
+                     n, 1, cuda::stream(0));
+  wait_for_gpu();
+  const Tensor got = c.cpu();
+  const int8_t* cp = got.data_ptr<int8_t>();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t s = 0;
+      for (int64_t q = 0; q < k; ++q) s += int64_t(ap[i * k + q]) * bp[q * n + j];
+      bad += cp[i * n + j] != static_cast<int8_t>(s);
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("the int8 GEMM and dynamic Linear with more than 65535 row tiles", "[cuda][gemm][grid][int8]") {
+  // 32-row tiles: m = 2^21 + 64 = 2097216 rows is 65538 tiles, past grid.y's 65535
+  // (the launch used to fail there). k = 16, n = 8 keep it cheap: 34 MB of uint8 A, 67
+  // MB of int32 C; with this many tiles the depth is not split, so the direct store
+  // (not the split-K atomics) is what runs.
+  const int64_t m = (int64_t(1) << 21) + 64, n = 8, k = 16, kp = cuda::int8_padded_k16(k);
+  std::mt19937 g(47);
+  std::uniform_int_distribution<int> ua(0, 255), uw(-128, 127);
+  Tensor a = empty({m, kp}, kUInt8), w = empty({n, kp}, kInt8);
+  uint8_t* ap = a.data_ptr<uint8_t>();
+  int8_t* wp = w.data_ptr<int8_t>();
+  for (int64_t i = 0; i < m * kp; ++i) ap[i] = uint8_t(ua(g));
+  for (int64_t i = 0; i < n * kp; ++i) wp[i] = int8_t(uw(g));
+  const Tensor ad = a.to(kCuda), wd = w.to(kCuda);
+  Tensor cd = full({m, n}, -1, {kInt32, kCuda});
+  cuda::gemm_int8_s32(m, n, kp, ad.data_ptr<uint8_t>(), wd.data_ptr<int8_t>(), cd.data_ptr<int32_t>(),
+                      cuda::stream(0));
+  const std::vector<int32_t> got = cd.to_vector<int32_t>();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int32_t s = 0;  // at most 16 * 255 * 128: no overflow
+      for (int64_t p = 0; p < kp; ++p) s += int32_t(ap[i * kp + p]) * wp[j * kp + p];
+      wrong += got[size_t(i * n + j)] != s;
+    }
+  CHECK(wrong == 0);
+
+  // The whole layer at that batch against the CPU layer: same codes, same int32 sums,
+  // only the float epilogue's rounding may differ (as tests/quant/test_quant_cuda.cpp).
+  manual_seed(48);
+  nn::Linear lin(k, n, true);
+  auto q_cpu = quant::DynamicQuantizedLinear::from_float(lin, quant::QScheme::PerChannel);
+  auto q_cuda = quant::DynamicQuantizedLinear::from_float(lin, quant::QScheme::PerChannel);
+  q_cuda->to(kCuda);
+  const Tensor x = randn({m, k});
+  const std::vector<float> want = (*q_cpu)(x).to_vector<float>();
+  const std::vector<float> y = (*q_cuda)(x.to(kCuda)).to_vector<float>();
+  REQUIRE(y.size() == want.size());
+  double worst = 0, scale = 1e-3;
+  for (float v : want) scale = std::max(scale, double(std::abs(v)));
+  for (size_t i = 0; i < y.size(); ++i)
+    worst = std::max(worst, std::isnan(y[i]) ? INFINITY : double(std::abs(y[i] - want[i])));
+  CHECK(worst <= 1e-5 * scale);
+}
+
+TEST_CASE("the tensor-core GEMM's grouped tile order with more than 8 tile rows", "[cuda][gemm][grid]") {
+  // gemm_mma walks 128 x 128 tiles in bands of kGroupM = 8 tile rows. m = 1445 is 12
+  // tile rows (one full band of 8, then a short band of 4 whose last tile is partial),
+  // n = 300 is 3 tile columns: a wrong index map in either band leaves NaN tiles or
+  // writes a tile twice with the wrong rows.
+  const int64_t m = 1445, n = 300, k = 40;
+  std::mt19937_64 rng(49);
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat16, kBFloat16})
+    for (Mem ma : {Mem::rows, Mem::cols}) {
+      INFO(ref::str(dt) << " A " << mem_name(ma));
+      const Both a = operand(1, m, k, dt, ma, rng, -1, 1);
+      const Both b = operand(1, k, n, dt, Mem::rows, rng, -1, 1);
+      Tensor c = full({1, m, n}, NAN, {dt, kCuda});
+      cuda::gemm_native(dt, 1, m, n, k, 1.0, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1), a.gpu.stride(2),
+                        b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), 0.0, c.data_ptr(),
+                        c.stride(0), c.stride(1), c.stride(2), stream);
+      wait_for_gpu();
+      const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c.cpu(), 1.0, 0.0);
+      // Per tile (128 x 128), so that one wrong tile among 36 cannot hide in the norm.
+      const ref::Array got = ref::read(c.cpu());
+      int64_t bad_tiles = 0;
+      for (int64_t ti = 0; ti < m; ti += 128)
+        for (int64_t tj = 0; tj < n; tj += 128) {
+          double num = 0, den = 0;
+          for (int64_t i = ti; i < std::min(m, ti + 128); ++i)
+            for (int64_t j = tj; j < std::min(n, tj + 128); ++j) {
+              const double w = want[size_t(i * n + j)], d = got.v[size_t(i * n + j)] - w;
+              num += std::isnan(d) ? INFINITY : d * d;
+              den += w * w;
+            }
+          bad_tiles += !(std::sqrt(num / den) <= gemm_bound(dt));
+        }
+      CHECK(bad_tiles == 0);
+    }
+}
+
 // ------------------------------------------------------------------ conv2d ----
 
 namespace {
@@ -345,4 +519,105 @@ TEST_CASE("conv2d native and cuDNN kernels match the CPU in float64", "[cuda][co
         wait_for_gpu();
         CHECK(conv_diff(gw, rw, mw, dt) == "");
       }
+}
+
+TEST_CASE("conv2d forward with a bias rounds the half types once, on every path", "[cuda][conv2d]") {
+  // Integer inputs make the float32 sums exact (|sum| <= 18 * 32 * 32 = 18432 < 2^24,
+  // products of integers below 2^5 exact in TF32 too); the bias k + 0.5 makes every
+  // result need rounding. x, w in [12, 32] put every sum past 2048 (18 * 144 = 2592),
+  // where float16's spacing is at least 2 (bfloat16's is past 256): rounding points
+  // are then integers and every exact result lies 0.5 from them, so an algorithm's
+  // float32 error (Winograd, FFT: far below 0.5 at 18432) cannot change the result.
+  // Rounding the convolution first and the sum again gives different values for a
+  // share of the outputs (counted below, so the test is known to tell them apart).
+  Conv2dShape s;
+  s.n = 2, s.c_in = 2, s.h = 7, s.w = 6, s.c_out = 4, s.kh = 3, s.kw = 3;
+  s.stride_h = s.stride_w = 1, s.pad_h = s.pad_w = 0, s.dil_h = s.dil_w = 1, s.groups = 1;
+  s = conv2d_set_output_size(s);
+  const Shape xs{s.n, s.c_in, s.h, s.w}, ws{s.c_out, s.c_in, s.kh, s.kw}, ys{s.n, s.c_out, s.h_out, s.w_out};
+  std::mt19937_64 rng(50);
+  std::uniform_int_distribution<int> u(12, 32), ub(-8, 7);
+  auto ints = [&](int64_t n) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& e : v) e = u(rng);
+    return v;
+  };
+  const Tensor x64 = ref::make(xs, kFloat64, ints(ref::numel(xs)));
+  const Tensor w64 = ref::make(ws, kFloat64, ints(ref::numel(ws)));
+  std::vector<double> bv(size_t(s.c_out));
+  for (double& e : bv) e = ub(rng) + 0.5;
+  const Tensor b64 = ref::make({s.c_out}, kFloat64, bv);
+  const Tensor conv64 = conv2d(x64, w64, Tensor(), Pair{1, 1}, Pair{0, 0}, Pair{1, 1}, 1);  // exact
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat16, kBFloat16}) {
+    const Tensor once = (conv64 + b64.reshape({1, s.c_out, 1, 1})).to(dt);
+    const Tensor twice = (conv64.to(dt).to(kFloat64) + b64.reshape({1, s.c_out, 1, 1})).to(dt);
+    const ref::Array o = ref::read(once), t = ref::read(twice);
+    int64_t differ = 0;
+    for (size_t i = 0; i < o.v.size(); ++i) differ += o.v[i] != t.v[i];
+    INFO(ref::str(dt) << ": " << differ << " of " << o.v.size() << " outputs differ when rounded twice");
+    REQUIRE(differ > 0);
+    const Tensor x = x64.to(dt).to(kCuda), w = w64.to(dt).to(kCuda), b = b64.to(dt).to(kCuda);
+    std::vector<std::pair<const char*, decltype(&cuda::conv2d_forward)>> impls = {
+        {"native", &cuda::conv2d_forward_native}, {"default", &cuda::conv2d_forward}};
+    if (cuda::conv2d_have_cudnn()) impls.push_back({"cuDNN", &cuda::conv2d_forward_cudnn});
+    for (const auto& [name, fn] : impls) {
+      INFO(name);
+      Tensor y = full(ys, NAN, {dt, kCuda});
+      fn(dt, s, x.data_ptr(), w.data_ptr(), b.data_ptr(), y.data_ptr(), stream);
+      wait_for_gpu();
+      CHECK(ref::compare(y.cpu(), o, cuda_test::kExact) == "");
+    }
+  }
+}
+
+TEST_CASE("native conv2d in several im2col chunks matches the CPU", "[cuda][conv2d]") {
+  // conv2d.cu caps one chunk's column matrix at kMaxColumnBytes = 256 MiB (268435456
+  // bytes). Here CK = c_in * kh * kw = 16 * 9 = 144 and P = 400 * 400 = 160000, so one
+  // image's columns are 144 * 160000 * 4 = 92160000 bytes in float32: chunks of 2
+  // images, the batch of 3 in two chunks (2 + 1); the weight gradient's per-image
+  // share, (144 + c_out) * 160000 * 4 = 94720000 bytes, also gives chunks of 2, so its
+  // second chunk adds onto the first with beta = 1. In float64 everything is twice as
+  // large: chunks of one image, three of them. (The half types would fit the batch in
+  // one chunk at this size.) The same float32 values feed both dtypes, so one float64
+  // reference serves both.
+  Conv2dShape s;
+  s.n = 3, s.c_in = 16, s.h = 400, s.w = 400, s.c_out = 4, s.kh = 3, s.kw = 3;
+  s.stride_h = s.stride_w = 1, s.pad_h = s.pad_w = 1, s.dil_h = s.dil_w = 1, s.groups = 1;
+  s = conv2d_set_output_size(s);
+  REQUIRE(s.h_out * s.w_out == 160000);
+  const Shape xs{s.n, s.c_in, s.h, s.w}, ws{s.c_out, s.c_in, s.kh, s.kw}, ys{s.n, s.c_out, s.h_out, s.w_out};
+  std::mt19937_64 rng(51);
+  auto values = [&](const Shape& sh) {
+    return ref::make(sh, kFloat32, ref::random_values(ref::numel(sh), kFloat32, rng, -1, 1));
+  };
+  const Tensor x32 = values(xs), w32 = values(ws), b32 = values({s.c_out}), gy32 = values(ys);
+  auto f64 = [](const Tensor& t) { return t.to(kFloat64); };
+  auto a64 = [](const Tensor& t) { return t.to(kFloat64).abs(); };
+  const Pair st{1, 1}, pd{1, 1}, dl{1, 1};
+  const Tensor ry = conv2d(f64(x32), f64(w32), f64(b32), st, pd, dl, 1);
+  const Tensor my = conv2d(a64(x32), a64(w32), a64(b32), st, pd, dl, 1);
+  const Tensor rx = conv2d_backward_input(f64(gy32), f64(w32), xs, st, pd, dl, 1);
+  const Tensor mx = conv2d_backward_input(a64(gy32), a64(w32), xs, st, pd, dl, 1);
+  auto [rw, rb] = conv2d_backward_weight(f64(gy32), f64(x32), ws, st, pd, dl, 1, true);
+  auto [mw, mb] = conv2d_backward_weight(a64(gy32), a64(x32), ws, st, pd, dl, 1, true);
+  const cudaStream_t stream = cuda::stream(0);
+  for (DType dt : {kFloat32, kFloat64}) {
+    INFO(ref::str(dt));
+    const Tensor x = x32.to(dt).to(kCuda), w = w32.to(dt).to(kCuda), b = b32.to(dt).to(kCuda);
+    const Tensor gy = gy32.to(dt).to(kCuda);
+    Tensor y = full(ys, NAN, {dt, kCuda});
+    cuda::conv2d_forward_native(dt, s, x.data_ptr(), w.data_ptr(), b.data_ptr(), y.data_ptr(), stream);
+    wait_for_gpu();
+    CHECK(conv_diff(y, ry, my, dt) == "");
+    Tensor gx = full(xs, NAN, {dt, kCuda});
+    cuda::conv2d_backward_input_native(dt, s, gy.data_ptr(), w.data_ptr(), gx.data_ptr(), stream);
+    wait_for_gpu();
+    CHECK(conv_diff(gx, rx, mx, dt) == "");
+    Tensor gw = full(ws, NAN, {dt, kCuda}), gb = full({s.c_out}, NAN, {dt, kCuda});
+    cuda::conv2d_backward_weight_native(dt, s, gy.data_ptr(), x.data_ptr(), gw.data_ptr(), gb.data_ptr(), stream);
+    wait_for_gpu();
+    CHECK(conv_diff(gw, rw, mw, dt) == "");
+    CHECK(conv_diff(gb, rb, mb, dt) == "");
+  }
 }

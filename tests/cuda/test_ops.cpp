@@ -1,7 +1,7 @@
 // Every tensor op on CUDA against the same op on the CPU: the 12 unary and 13 binary
 // ops (tensor, scalar and in-place forms, with PyTorch's type promotion), where,
-// clamp, every dtype conversion, the reductions, softmax and log_softmax, cat and
-// stack, and rand/randn. Inputs are random, in every dtype the op takes, over 0-dim,
+// clamp, fill_ of views, every dtype conversion, the reductions, softmax and
+// log_softmax, cat and stack, and rand/randn. Inputs are random, in every dtype the op takes, over 0-dim,
 // 0-size, 1-size, broadcast and non-contiguous (transposed, stepped slice, expanded,
 // permuted) shapes; the CUDA views have the same strides as the CPU ones. Where the
 // CPU raises, the GPU must raise the same error with the same text. Tolerances are
@@ -210,6 +210,31 @@ TEST_CASE("in-place binary ops on CUDA write views exactly as on the CPU", "[cud
     const Both y = input({6, 6}, kFloat32, Layout::contiguous, da, rng);
     check_inplace(y, [&](Tensor& t) { row.inplace(t, t.t()); });
   }
+}
+
+TEST_CASE("fill_ on CUDA writes non-contiguous views as on the CPU", "[cuda][ops][fill][inplace]") {
+  // A view's fill_ goes through the strided copy of a wrapped number, not the
+  // contiguous fill kernel; only the view's elements may change (check_inplace
+  // compares the whole base with the CPU's). Expanded views are left out: several
+  // elements share one location. {300, 301} gives many blocks of the strided loop.
+  std::mt19937_64 rng(23);
+  const std::vector<Shape> shapes = {{4, 5}, {2, 3, 4}, {37}, {0, 3}, {300, 301}};
+  for (DType dt : kAllTypes)
+    for (const Shape& shape : shapes)
+      for (Layout l : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::permuted}) {
+        if (!ref::layout_applies(l, shape)) continue;
+        // A value every dtype holds exactly (7 fits uint8 and int8).
+        const Scalar v = dt == kBool ? Scalar(true) : is_floating(dt) ? Scalar(-2.5) : Scalar(int64_t(7));
+        const double want = dt == kBool ? 1.0 : is_floating(dt) ? -2.5 : 7.0;
+        const Both a = input(shape, dt, l, kWide, rng);
+        INFO("fill_(" << cuda_test::describe(a.cpu) << ", " << v.str() << ")");
+        check_inplace(a, [&](Tensor& t) { t.fill_(v); });
+        // And by itself: every element of the view now holds the value.
+        const ref::Array got = ref::read(a.gpu.cpu());
+        int64_t bad = 0;
+        for (double e : got.v) bad += e != want;
+        CHECK(bad == 0);
+      }
 }
 
 TEST_CASE("where and clamp on CUDA match the CPU", "[cuda][ops][where][clamp]") {

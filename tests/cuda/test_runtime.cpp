@@ -1,7 +1,8 @@
 // The CUDA runtime as a user sees it (tensor/cuda.h): devices and the device guard,
 // the caching allocator's reuse and statistics, OutOfMemoryError, transfers between
 // host and device (every path of copy_, dtype conversion on the way, non_blocking,
-// and round trips larger than the 16 MiB staging chunk), and printing.
+// and round trips larger than the 16 MiB staging chunk), a second GPU where there is
+// one (skipped with a warning on one), and printing.
 #include <cstring>
 #include <sstream>
 
@@ -215,6 +216,55 @@ TEST_CASE("large transfers crossing the 16 MiB staging chunk are bit-exact", "[c
       CHECK(std::memcmp(h.data_ptr(), x.data_ptr(), static_cast<size_t>(n) * 4) == 0);
     }
   }
+}
+
+TEST_CASE("a second GPU: transfers, ops, cuBLAS and cuDNN on cuda:1", "[cuda][runtime][multi-gpu]") {
+  // Per-device state (streams, allocator pools, cuBLAS and cuDNN handles) and peer
+  // copies only show with two devices; with one there is nothing to check.
+  if (cuda::device_count() < 2) {
+    WARN("only one CUDA device: the two-GPU checks are skipped");
+    return;
+  }
+  const Device d1(DeviceType::CUDA, 1);
+  std::mt19937_64 rng(55);
+  const Tensor a = ref::make({64, 48}, kFloat32, ref::random_values(64 * 48, kFloat32, rng, -1, 1));
+  const Tensor b = ref::make({48, 40}, kFloat32, ref::random_values(48 * 40, kFloat32, rng, -1, 1));
+  // Transfers: host to cuda:1, cuda:0 to cuda:1 (peer) and back, and into a strided
+  // destination on cuda:1; all bit-exact.
+  const Tensor a1 = a.to(d1), a0 = a.cuda();
+  CHECK(a1.device() == d1);
+  CHECK(ref::compare(a1.cpu(), ref::read(a), cuda_test::kExact) == "");
+  const Tensor a01 = a0.to(d1);
+  CHECK(a01.device() == d1);
+  CHECK(ref::compare(a01.to(kCuda).cpu(), ref::read(a), cuda_test::kExact) == "");
+  Tensor dst = zeros({48, 64}, {kFloat32, d1}).t();
+  dst.copy_(a0);
+  CHECK(ref::compare(dst.cpu(), ref::read(a), cuda_test::kExact) == "");
+  const size_t on1 = cuda::memory_allocated(1);
+  CHECK(on1 >= size_t(3 * 64 * 48 * 4));  // a1, a01 and dst live on cuda:1
+  // Ops run where their operands live, and leave the current device as it was.
+  const Tensor e = a1 * 2 + a1.exp();
+  CHECK(e.device() == d1);
+  CHECK_SAME(e, a * 2 + a.exp(), cuda_test::tol_for(kFloat32));
+  const Tensor b1 = b.to(d1);
+  const Tensor p = matmul(a1, b1);  // cuBLAS, with device 1's handle
+  CHECK(p.device() == d1);
+  const Tensor want = matmul(a.to(kFloat64), b.to(kFloat64)).to(kFloat32);
+  CHECK(cuda_test::diff_within(p, want, cuda_test::allowance(want, cuda_test::tol_for(kFloat32), 1e-5,
+                                                             matmul(a.abs(), b.abs()))) == "");
+  const Tensor x = ref::make({2, 3, 9, 9}, kFloat32, ref::random_values(2 * 3 * 81, kFloat32, rng, -1, 1));
+  const Tensor w = ref::make({4, 3, 3, 3}, kFloat32, ref::random_values(4 * 27, kFloat32, rng, -1, 1));
+  const Tensor bias = ref::make({4}, kFloat32, ref::random_values(4, kFloat32, rng, -1, 1));
+  const Tensor y = conv2d(x.to(d1), w.to(d1), bias.to(d1));  // cuDNN (or native), on device 1
+  CHECK(y.device() == d1);
+  const Tensor y_want = conv2d(x.to(kFloat64), w.to(kFloat64), bias.to(kFloat64)).to(kFloat32);
+  CHECK(cuda_test::diff_within(y, y_want, cuda_test::allowance(y_want, cuda_test::tol_for(kFloat32), 1e-5,
+                                                               conv2d(x.abs(), w.abs(), bias.abs()))) == "");
+  CHECK(cuda::current_device() == 0);
+  cuda::synchronize(1);
+  // Two GPUs are two devices: mixing them is the usual DeviceError.
+  REQUIRE_THROWS_MATCHES(a0 + a1, DeviceError, Message("expected device cuda:0 but got device cuda:1"));
+  REQUIRE_THROWS_MATCHES(a1 + a0, DeviceError, Message("expected device cuda:1 but got device cuda:0"));
 }
 
 TEST_CASE("CUDA tensors print as PyTorch prints them", "[cuda][runtime][print]") {
