@@ -149,10 +149,12 @@ void run_nccl_collective(NcclState& s, Collective& c, Watchdog& wd) {
 std::unique_ptr<NcclProcessGroup> NcclProcessGroup::create(std::chrono::milliseconds timeout) {
   mpi::ensure_initialized();
   int rank = 0, size = 1;
-  MPI_Comm comm = mpi::make_world_comm(&rank, &size);
+  // MPI's part ends with this function (freed on every way out); the board
+  // watches the peers from then on.
+  mpi::OwnedComm comm(mpi::make_world_comm(&rank, &size));
   // This rank's place among the ranks on its host picks its GPU.
   MPI_Comm local;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+  MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
   int local_rank = 0;
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_free(&local);
@@ -164,20 +166,20 @@ std::unique_ptr<NcclProcessGroup> NcclProcessGroup::create(std::chrono::millisec
   state->size = size;
   cuda::DeviceScope scope(state->device);
 
-  ncclUniqueId id;
-  if (rank == 0) EMBER_CUDA_CHECK(ncclGetUniqueId(&id));
+  // On the heap: mpi::wait keeps it if a late root could still write it.
+  auto id = std::make_shared<ncclUniqueId>();
+  if (rank == 0) EMBER_CUDA_CHECK(ncclGetUniqueId(id.get()));
   MPI_Request req;
-  MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, comm, &req);
-  mpi::wait(req, timeout, "sharing NCCL's unique id");
-  auto board = mpi::make_board(comm, rank, size, timeout);
-  MPI_Comm_free(&comm);  // MPI's part ends here; the board watches the peers from now on
+  MPI_Ibcast(id.get(), sizeof *id, MPI_BYTE, 0, comm.get(), &req);
+  mpi::wait(req, id, timeout, "sharing NCCL's unique id");
+  auto board = mpi::make_board(comm.get(), rank, size, timeout);
 
   EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking));
   EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&state->ready, cudaEventDisableTiming));
   EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&state->done, cudaEventDisableTiming));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclResult_t st = ncclCommInitRankConfig(&state->comm, size, id, rank, &config);
+  ncclResult_t st = ncclCommInitRankConfig(&state->comm, size, *id, rank, &config);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (st == ncclInProgress) {
     if (std::chrono::steady_clock::now() >= deadline) {
