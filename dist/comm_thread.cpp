@@ -25,6 +25,7 @@ std::string ranks_list(const std::vector<int>& ranks) {
 }  // namespace
 
 bool any_collective_failed() { return g_failed.load(); }
+void note_failure() { g_failed = true; }
 
 const char* collective_name(CollectiveKind kind) {
   switch (kind) {

@@ -57,6 +57,9 @@ class Watchdog {
 // True once any collective in this process has failed (MPI is then not finalized
 // at exit: a dead peer would make MPI_Finalize wait forever).
 bool any_collective_failed();
+// Counts a failure outside a collective as one: a set-up step that gave up with an
+// MPI request still pending, a teardown that had to abort NCCL.
+void note_failure();
 
 class CommThread {
  public:

@@ -120,12 +120,13 @@ void run_mpi_collective(MPI_Comm comm, int size, Collective& c, Watchdog& wd) {
 std::unique_ptr<MpiProcessGroup> MpiProcessGroup::create(std::chrono::milliseconds timeout) {
   mpi::ensure_initialized();
   int rank = 0, size = 1;
-  MPI_Comm comm = mpi::make_world_comm(&rank, &size);
+  mpi::OwnedComm owned(mpi::make_world_comm(&rank, &size));  // freed if set-up raises
+  const MPI_Comm comm = owned.get();
   auto board = mpi::make_board(comm, rank, size, timeout);
   auto thread = std::make_unique<CommThread>(
       rank, size, std::move(board), [comm, size](Collective& c, Watchdog& wd) { run_mpi_collective(comm, size, c, wd); },
       timeout);
-  return std::unique_ptr<MpiProcessGroup>(new MpiProcessGroup(comm, rank, size, std::move(thread)));
+  return std::unique_ptr<MpiProcessGroup>(new MpiProcessGroup(owned.release(), rank, size, std::move(thread)));
 }
 
 MpiProcessGroup::MpiProcessGroup(MPI_Comm comm, int rank, int size, std::unique_ptr<CommThread> thread)

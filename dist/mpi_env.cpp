@@ -116,51 +116,73 @@ MPI_Op reduction(ReduceOp op, DType dtype) {
   return max ? MPI_MAX : MPI_SUM;
 }
 
-void wait(MPI_Request& request, std::chrono::milliseconds timeout, const char* what) {
+void wait(MPI_Request& request, std::shared_ptr<void> buffers, std::chrono::milliseconds timeout, const char* what) {
+  const auto give_up = [&](const std::string& message) {
+    // Never freed: MPI may write into these whenever the request completes.
+    static std::mutex mu;
+    static auto* abandoned = new std::vector<std::shared_ptr<void>>;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      abandoned->push_back(std::move(buffers));
+    }
+    note_failure();
+    throw DistError(message);
+  };
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (int done = 0;;) {
     if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      throw DistError(std::string("init_process_group: MPI failed during ") + what);
+      give_up(std::string("init_process_group: MPI failed during ") + what);
     if (done) return;
     if (std::chrono::steady_clock::now() >= deadline)
-      throw DistError(std::string("init_process_group: ") + what + " timed out after " +
-                      std::to_string(timeout.count()) + " ms (has every rank called init_process_group?)");
+      give_up(std::string("init_process_group: ") + what + " timed out after " + std::to_string(timeout.count()) +
+              " ms (has every rank called init_process_group?)");
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
 
 std::unique_ptr<ArrivalBoard> make_board(MPI_Comm comm, int rank, int size, std::chrono::milliseconds timeout) {
-  // Same host for everyone? Compare host names.
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  std::vector<char> hosts(256 * static_cast<size_t>(size));
+  // Same host for everyone? Compare host names. The buffers live on the heap, owned
+  // by wait() once it gives up (see mpi_env.h): [this host | every rank's].
+  constexpr size_t kName = 256;
+  auto hosts = std::make_shared<std::vector<char>>(kName * (static_cast<size_t>(size) + 1));
+  char* host = hosts->data();
+  gethostname(host, kName - 1);
   MPI_Request req;
-  MPI_Iallgather(host, 256, MPI_CHAR, hosts.data(), 256, MPI_CHAR, comm, &req);
-  wait(req, timeout, "comparing host names");
+  MPI_Iallgather(host, kName, MPI_CHAR, host + kName, kName, MPI_CHAR, comm, &req);
+  wait(req, hosts, timeout, "comparing host names");
   for (int r = 0; r < size; ++r)
-    if (std::strncmp(host, &hosts[256 * static_cast<size_t>(r)], 256) != 0) return nullptr;
+    if (std::strncmp(host, host + kName * (static_cast<size_t>(r) + 1), kName) != 0) return nullptr;
 
   // Rank 0 creates the board under a fresh name and tells the others.
-  char name[64] = {};
-  int ok = 1;
+  struct Shared {
+    char name[64] = {};
+    int ok = 1;
+  };
+  auto shared = std::make_shared<Shared>();
   std::unique_ptr<ArrivalBoard> board;
   if (rank == 0) {
     std::random_device rd;
-    std::snprintf(name, sizeof name, "/ember-dist-%d-%08x", static_cast<int>(getpid()), rd());
+    std::snprintf(shared->name, sizeof shared->name, "/ember-dist-%d-%08x", static_cast<int>(getpid()), rd());
     try {
-      board = std::make_unique<ArrivalBoard>(name, size, rank, true);
+      board = std::make_unique<ArrivalBoard>(shared->name, size, rank, true);
     } catch (const DistError&) {
-      ok = 0;
+      shared->ok = 0;
     }
   }
-  MPI_Ibcast(name, sizeof name, MPI_CHAR, 0, comm, &req);
-  wait(req, timeout, "sharing the arrival board");
-  MPI_Ibcast(&ok, 1, MPI_INT, 0, comm, &req);
-  wait(req, timeout, "sharing the arrival board");
-  if (!ok) return nullptr;
-  if (rank != 0) board = std::make_unique<ArrivalBoard>(name, size, rank, false);
-  MPI_Ibarrier(comm, &req);
-  wait(req, timeout, "sharing the arrival board");
+  try {
+    MPI_Ibcast(shared->name, sizeof shared->name, MPI_CHAR, 0, comm, &req);
+    wait(req, shared, timeout, "sharing the arrival board");
+    MPI_Ibcast(&shared->ok, 1, MPI_INT, 0, comm, &req);
+    wait(req, shared, timeout, "sharing the arrival board");
+    if (!shared->ok) return nullptr;
+    if (rank != 0) board = std::make_unique<ArrivalBoard>(shared->name, size, rank, false);
+    MPI_Ibarrier(comm, &req);
+    wait(req, nullptr, timeout, "sharing the arrival board");
+  } catch (...) {
+    // Rank 0 created the name: remove it, or it stays in /dev/shm after the job.
+    if (rank == 0 && board) board->unlink();
+    throw;
+  }
   if (rank == 0) board->unlink();  // every rank has it mapped now
   return board;
 }

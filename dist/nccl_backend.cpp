@@ -3,18 +3,23 @@
 // thread polls ncclCommGetAsyncError and a CUDA event against the watchdog. When
 // the watchdog fires (a peer died or stopped calling), ncclCommAbort stops the
 // kernels still waiting on the peer, so the GPU is not left spinning forever.
+// Every wait on NCCL (start, collectives, teardown) is bounded by the group's timeout.
 #include "dist/nccl_backend.h"
 
 #if EMBER_HAVE_NCCL
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "dist/collective.h"
 #include "dist/comm_thread.h"
 #include "dist/mpi_env.h"
+#include "dist/nccl_rules.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/runtime.h"
 #include "tensor/ops.h"
@@ -30,14 +35,26 @@ struct NcclState {
   cudaEvent_t done = nullptr;     // recorded on NCCL's stream after it
   Tensor barrier_buffer;          // one float on the device: NCCL has no barrier
   bool aborted = false;
+  std::chrono::milliseconds timeout{0};  // the group's, as it was when the group was destroyed
 
   ~NcclState() {
     cuda::DeviceScope scope(device);
     if (comm && !aborted) {
-      ncclCommFinalize(comm);
-      ncclResult_t st = ncclInProgress;
-      while (st == ncclInProgress) ncclCommGetAsyncError(comm, &st);
-      ncclCommDestroy(comm);
+      // Finalizing flushes the communicator's work with the peers; a peer that died
+      // after the last collective would keep it in progress forever. Wait at most
+      // the group's timeout, then abort (and leave MPI unfinalized: the peer is gone).
+      const ncclResult_t st = ncclCommFinalize(comm);
+      const Poll p = st != ncclSuccess && st != ncclInProgress ? Poll::Failed : poll_until([&] {
+        ncclResult_t async = ncclInProgress;
+        ncclCommGetAsyncError(comm, &async);
+        return async == ncclSuccess ? Poll::Done : async == ncclInProgress ? Poll::Pending : Poll::Failed;
+      }, timeout);
+      if (p == Poll::Done) {
+        ncclCommDestroy(comm);
+      } else {
+        ncclCommAbort(comm);
+        note_failure();
+      }
     }
     // Also after a failed start (comm null or aborted): the stream and events exist.
     if (ready) cudaEventDestroy(ready);
@@ -92,8 +109,14 @@ void settle(NcclState& s, const Collective& c, Watchdog& wd, ncclResult_t issued
 
 void run_nccl_collective(NcclState& s, Collective& c, Watchdog& wd) {
   cuda::DeviceScope scope(s.device);
-  cudaStream_t compute = cuda::stream(s.device);
-  try {
+  // Whatever escapes (a DistError from the watchdog, CudaError, OutOfMemoryError)
+  // aborts the communicator: its kernels may still wait on a dead peer.
+  const auto abort = [&s] {
+    s.aborted = true;
+    ncclCommAbort(s.comm);
+  };
+  run_or_abort(prefix(c), [&] {
+    cudaStream_t compute = cuda::stream(s.device);
     // NCCL starts after everything already queued on the compute stream.
     EMBER_CUDA_CHECK(cudaEventRecord(s.ready, compute));
     EMBER_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.ready, 0));
@@ -132,16 +155,34 @@ void run_nccl_collective(NcclState& s, Collective& c, Watchdog& wd) {
     }
     // Work queued on the compute stream later sees the result.
     EMBER_CUDA_CHECK(cudaStreamWaitEvent(compute, s.done, 0));
-  } catch (const CudaError& e) {
-    s.aborted = true;
-    ncclCommAbort(s.comm);
-    throw DistError(prefix(c) + " failed: " + e.what());
-  } catch (const DistError&) {
-    // Kernels may still wait on a dead peer: abort them so the device is usable.
-    s.aborted = true;
-    ncclCommAbort(s.comm);
-    throw;
+  }, abort);
+}
+
+// Every rank's GPU, gathered from every rank, so that each rank raises the same
+// DistError when two ranks on a host would share one (check_one_gpu_per_rank).
+std::vector<GpuClaim> gather_gpu_claims(MPI_Comm comm, int size, int device, std::chrono::milliseconds timeout) {
+  struct Claim {
+    char host[256];
+    char pci_bus_id[32];
+    int32_t device;
+  };
+  // [this rank's | every rank's], on the heap: mpi::wait keeps it if it gives up.
+  auto claims = std::make_shared<std::vector<Claim>>(static_cast<size_t>(size) + 1);
+  Claim& own = (*claims)[0];
+  std::memset(&own, 0, sizeof own);
+  gethostname(own.host, sizeof own.host - 1);
+  EMBER_CUDA_CHECK(cudaDeviceGetPCIBusId(own.pci_bus_id, sizeof own.pci_bus_id - 1, device));
+  own.device = device;
+  MPI_Request req;
+  MPI_Iallgather(&own, sizeof own, MPI_BYTE, claims->data() + 1, sizeof own, MPI_BYTE, comm, &req);
+  mpi::wait(req, claims, timeout, "comparing GPUs");
+  std::vector<GpuClaim> out;
+  for (int r = 0; r < size; ++r) {
+    const Claim& c = (*claims)[static_cast<size_t>(r) + 1];
+    out.push_back({std::string(c.host, strnlen(c.host, sizeof c.host)),
+                   std::string(c.pci_bus_id, strnlen(c.pci_bus_id, sizeof c.pci_bus_id)), c.device});
   }
+  return out;
 }
 
 }  // namespace
@@ -149,10 +190,12 @@ void run_nccl_collective(NcclState& s, Collective& c, Watchdog& wd) {
 std::unique_ptr<NcclProcessGroup> NcclProcessGroup::create(std::chrono::milliseconds timeout) {
   mpi::ensure_initialized();
   int rank = 0, size = 1;
-  MPI_Comm comm = mpi::make_world_comm(&rank, &size);
+  // MPI's part ends with this function (freed on every way out); the board
+  // watches the peers from then on.
+  mpi::OwnedComm comm(mpi::make_world_comm(&rank, &size));
   // This rank's place among the ranks on its host picks its GPU.
   MPI_Comm local;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+  MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
   int local_rank = 0;
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_free(&local);
@@ -160,33 +203,38 @@ std::unique_ptr<NcclProcessGroup> NcclProcessGroup::create(std::chrono::millisec
   if (devices == 0) throw DistError("init_process_group: the nccl backend needs a CUDA device but none is available");
 
   auto state = std::make_shared<NcclState>();
-  state->device = local_rank % devices;
+  state->device = pick_device(local_rank, devices);
   state->size = size;
+  state->timeout = timeout;
   cuda::DeviceScope scope(state->device);
+  // Two ranks on one GPU would run, slowly or not at all: refuse before NCCL starts.
+  check_one_gpu_per_rank(gather_gpu_claims(comm.get(), size, state->device, timeout));
 
-  ncclUniqueId id;
-  if (rank == 0) EMBER_CUDA_CHECK(ncclGetUniqueId(&id));
+  // On the heap: mpi::wait keeps it if a late root could still write it.
+  auto id = std::make_shared<ncclUniqueId>();
+  if (rank == 0) EMBER_CUDA_CHECK(ncclGetUniqueId(id.get()));
   MPI_Request req;
-  MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, comm, &req);
-  mpi::wait(req, timeout, "sharing NCCL's unique id");
-  auto board = mpi::make_board(comm, rank, size, timeout);
-  MPI_Comm_free(&comm);  // MPI's part ends here; the board watches the peers from now on
+  MPI_Ibcast(id.get(), sizeof *id, MPI_BYTE, 0, comm.get(), &req);
+  mpi::wait(req, id, timeout, "sharing NCCL's unique id");
+  auto board = mpi::make_board(comm.get(), rank, size, timeout);
 
   EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking));
   EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&state->ready, cudaEventDisableTiming));
   EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&state->done, cudaEventDisableTiming));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclResult_t st = ncclCommInitRankConfig(&state->comm, size, id, rank, &config);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (st == ncclInProgress) {
-    if (std::chrono::steady_clock::now() >= deadline) {
+  ncclResult_t st = ncclCommInitRankConfig(&state->comm, size, *id, rank, &config);
+  if (st == ncclInProgress) {
+    const Poll p = poll_until([&] {
+      ncclCommGetAsyncError(state->comm, &st);
+      return st == ncclSuccess ? Poll::Done : st == ncclInProgress ? Poll::Pending : Poll::Failed;
+    }, timeout);
+    if (p == Poll::Pending) {
       ncclCommAbort(state->comm);
       state->comm = nullptr;
       throw DistError("init_process_group: NCCL did not start within " + std::to_string(timeout.count()) +
                       " ms (has every rank called init_process_group with the nccl backend?)");
     }
-    ncclCommGetAsyncError(state->comm, &st);
   }
   if (st != ncclSuccess) {
     // A communicator that failed to start cannot be finalized: abort it.
@@ -206,7 +254,10 @@ NcclProcessGroup::NcclProcessGroup(std::shared_ptr<NcclState> state, int rank, i
                                    std::unique_ptr<CommThread> thread)
     : ProcessGroup(Backend::NCCL, rank, size, std::move(thread)), state_(std::move(state)) {}
 
-NcclProcessGroup::~NcclProcessGroup() { release_thread(); }
+NcclProcessGroup::~NcclProcessGroup() {
+  state_->timeout = timeout();  // bounds the teardown (set_timeout may have changed it)
+  release_thread();
+}
 
 int NcclProcessGroup::device() const { return state_->device; }
 

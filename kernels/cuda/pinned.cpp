@@ -1,6 +1,6 @@
 // The pinned staging cache and the host<->device copies built on it. Large copies
 // go in chunks through two buffers, so the host memcpy of chunk i+1 overlaps the
-// DMA of chunk i.
+// DMA of chunk i. A copy that raises midway still gives its buffers and events back.
 #include "kernels/cuda/pinned.h"
 
 #include <algorithm>
@@ -59,11 +59,23 @@ void* pinned_acquire(size_t nbytes) {
   void* p = nullptr;
   EMBER_CUDA_CHECK(cudaHostAlloc(&p, want, cudaHostAllocDefault));
   Entry e{want, nullptr, 0};
-  EMBER_CUDA_CHECK(cudaGetDevice(&e.device));
-  EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e.ready, cudaEventDisableTiming));
-  std::lock_guard<std::mutex> lock(c.mutex);
-  c.all[p] = e;
+  try {
+    EMBER_CUDA_CHECK(cudaGetDevice(&e.device));
+    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e.ready, cudaEventDisableTiming));
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.all[p] = e;
+  } catch (...) {
+    if (e.ready) cudaEventDestroy(e.ready);
+    cudaFreeHost(p);
+    throw;
+  }
   return p;
+}
+
+size_t pinned_in_use() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.all.size() - c.free.size();
 }
 
 void pinned_release(void* ptr, cudaStream_t stream) {
@@ -89,27 +101,72 @@ void pinned_release(void* ptr, cudaStream_t stream) {
   c.free.emplace(e.size, ptr);
 }
 
+namespace {
+
+// The staging buffers and events of one chunked copy. A copy that finishes hands
+// its buffers back with finish(); one that raises midway leaves them to the
+// destructor, which first waits for the copies already queued on the stream (they
+// may still read or write a buffer) and then frees everything without throwing.
+class Staging {
+ public:
+  // Delegates to the private constructor so that, once that has run, a raise while
+  // acquiring still runs the destructor and frees what was acquired.
+  Staging(size_t chunk, size_t nbytes, cudaStream_t stream) : Staging(stream) {
+    buffer[0] = pinned_acquire(chunk);
+    if (nbytes > chunk) buffer[1] = pinned_acquire(chunk);
+    for (cudaEvent_t& e : event) EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  ~Staging() {
+    destroy_events();
+    if (!buffer[0] && !buffer[1]) return;
+    cudaStreamSynchronize(stream_);  // its error, if any, is the one already raised
+    cudaGetLastError();
+    for (void* b : buffer) pinned_release(b, nullptr);  // never raises without a stream
+  }
+  // The copy is done or queued on `release_stream`: the buffers go back to the
+  // cache, reusable once the work queued there so far is done (nullptr: at once).
+  void finish(cudaStream_t release_stream) {
+    destroy_events();  // released once recorded work completes
+    for (void*& b : buffer) {
+      pinned_release(b, release_stream);
+      b = nullptr;  // only now: a release that raised is redone by the destructor
+    }
+  }
+  void* buffer[2] = {nullptr, nullptr};
+  cudaEvent_t event[2] = {nullptr, nullptr};
+
+ private:
+  explicit Staging(cudaStream_t stream) : stream_(stream) {}
+  void destroy_events() {
+    for (cudaEvent_t& e : event) {
+      if (e) cudaEventDestroy(e);
+      e = nullptr;
+    }
+  }
+  cudaStream_t stream_;
+};
+
+}  // namespace
+
 void host_to_device(void* device_dst, const void* host_src, size_t nbytes, cudaStream_t stream, bool blocking) {
   if (nbytes == 0) return;
   const size_t chunk = std::min(nbytes, kChunk);
   // Two buffers at most, however large the copy: the host fills one while the DMA
   // drains the other, and waits for a buffer's previous DMA before refilling it.
-  void* stage[2] = {pinned_acquire(chunk), nbytes > chunk ? pinned_acquire(chunk) : nullptr};
-  cudaEvent_t drained[2] = {nullptr, nullptr};
-  for (cudaEvent_t& e : drained) EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  Staging st(chunk, nbytes, stream);
   size_t i = 0;
   for (size_t done = 0; done < nbytes; done += chunk, ++i) {
     const size_t n = std::min(chunk, nbytes - done);
-    if (i >= 2) EMBER_CUDA_CHECK(cudaEventSynchronize(drained[i % 2]));
-    std::memcpy(stage[i % 2], static_cast<const char*>(host_src) + done, n);
+    if (i >= 2) EMBER_CUDA_CHECK(cudaEventSynchronize(st.event[i % 2]));
+    std::memcpy(st.buffer[i % 2], static_cast<const char*>(host_src) + done, n);
     EMBER_CUDA_CHECK(
-        cudaMemcpyAsync(static_cast<char*>(device_dst) + done, stage[i % 2], n, cudaMemcpyHostToDevice, stream));
-    EMBER_CUDA_CHECK(cudaEventRecord(drained[i % 2], stream));
+        cudaMemcpyAsync(static_cast<char*>(device_dst) + done, st.buffer[i % 2], n, cudaMemcpyHostToDevice, stream));
+    EMBER_CUDA_CHECK(cudaEventRecord(st.event[i % 2], stream));
   }
-  for (cudaEvent_t e : drained) cudaEventDestroy(e);  // released once recorded work completes
   // Back to the cache, reusable once the copies queued on `stream` are done.
-  pinned_release(stage[0], stream);
-  pinned_release(stage[1], stream);
+  st.finish(stream);
   if (blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -117,26 +174,22 @@ void device_to_host(void* host_dst, const void* device_src, size_t nbytes, cudaS
   if (nbytes == 0) return;
   const size_t chunk = std::min(nbytes, kChunk);
   // Two buffers: while the host copies chunk i out of one, the DMA fills the other.
-  void* stage[2] = {pinned_acquire(chunk), nbytes > chunk ? pinned_acquire(chunk) : nullptr};
-  cudaEvent_t filled[2] = {nullptr, nullptr};
-  for (cudaEvent_t& e : filled) EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  Staging st(chunk, nbytes, stream);
   const size_t chunks = (nbytes + chunk - 1) / chunk;
   auto enqueue = [&](size_t i) {
     const size_t n = std::min(chunk, nbytes - i * chunk);
-    EMBER_CUDA_CHECK(cudaMemcpyAsync(stage[i % 2], static_cast<const char*>(device_src) + i * chunk, n,
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(st.buffer[i % 2], static_cast<const char*>(device_src) + i * chunk, n,
                                      cudaMemcpyDeviceToHost, stream));
-    EMBER_CUDA_CHECK(cudaEventRecord(filled[i % 2], stream));
+    EMBER_CUDA_CHECK(cudaEventRecord(st.event[i % 2], stream));
   };
   enqueue(0);
   for (size_t i = 0; i < chunks; ++i) {
-    EMBER_CUDA_CHECK(cudaEventSynchronize(filled[i % 2]));
+    EMBER_CUDA_CHECK(cudaEventSynchronize(st.event[i % 2]));
     if (i + 1 < chunks) enqueue(i + 1);
     const size_t n = std::min(chunk, nbytes - i * chunk);
-    std::memcpy(static_cast<char*>(host_dst) + i * chunk, stage[i % 2], n);
+    std::memcpy(static_cast<char*>(host_dst) + i * chunk, st.buffer[i % 2], n);
   }
-  for (cudaEvent_t e : filled) cudaEventDestroy(e);
-  pinned_release(stage[0], nullptr);
-  pinned_release(stage[1], nullptr);
+  st.finish(nullptr);
 }
 
 }  // namespace ember::cuda

@@ -16,6 +16,9 @@ void* pinned_acquire(size_t nbytes);
 // (an event recorded now guards its reuse). stream nullptr: free for reuse at once.
 // `stream` must belong to the current device.
 void pinned_release(void* ptr, cudaStream_t stream);
+// Buffers handed out by pinned_acquire and not yet released (0 between copies:
+// a copy that raised midway has given its buffers back too).
+size_t pinned_in_use();
 
 // Copies between host and device memory on `stream` through a pinned buffer.
 // host_to_device returns once the host data is staged (the caller may then reuse

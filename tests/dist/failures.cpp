@@ -7,16 +7,24 @@
 //   bucket-order         the ranks all-reduce different buckets (tags) at the same point
 //   stopped              rank 1 stops calling; rank 0 times out (500 ms) naming it
 //   killed               rank 1 is killed (SIGKILL); rank 0 names it (needs mpirun --enable-recovery)
+//   setup-timeout        rank 1's init_process_group times out (500 ms) while rank 0 stalls in set-up;
+//                        rank 0 then arrives and completes the exchange rank 1 gave up on, so MPI
+//                        writes into rank 1's abandoned buffers, which must not be memory rank 1 has
+//                        reused since; rank 0 times out in turn and leaves no board in /dev/shm; both
+//                        ranks then leave through exit() (which must not hang)
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dist/dist.h"
+#include "dist/mpi_env.h"
 #include "kernels/base/parallel.h"
 
 using namespace ember;
@@ -95,6 +103,49 @@ bool run(const std::string& scenario) {
   return false;
 }
 
+// Before any group exists, so not part of run().
+bool setup_timeout() {
+  using namespace std::chrono;
+  const std::string late = " timed out after 500 ms (has every rank called init_process_group?)";
+  if (rank_ == 1) {
+    const bool ok = expect_error([] { dist::init_process_group(dist::Backend::MPI, milliseconds(500)); },
+                                 "init_process_group: comparing host names" + late);
+    // Blocks of the size of the abandoned receive buffer (256 bytes a rank): had it
+    // been freed on the way out, these would reuse it and rank 0's late host name
+    // would land in them.
+    std::vector<std::vector<char>> canaries;
+    for (int i = 0; i < 64; ++i) canaries.emplace_back(512, '\x5a');
+    // Rank 0 arrives after about 1 s; MPI moves its data while this rank calls MPI.
+    for (const auto end = steady_clock::now() + seconds(3); steady_clock::now() < end;) {
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    for (const auto& c : canaries)
+      for (char x : c)
+        if (x != '\x5a') {
+          std::fprintf(stderr, "rank 1: MPI wrote into memory freed after the timed-out set-up\n");
+          return false;
+        }
+    return ok;
+  }
+  // Rank 0: the communicator rank 1's init_process_group splits off, then a stall.
+  int rank = 0, size = 0;
+  MPI_Comm comm = dist::mpi::make_world_comm(&rank, &size);
+  std::this_thread::sleep_for(seconds(1));
+  // Host names now meet rank 1's abandoned request; the board's sharing then waits
+  // for a rank 1 that has given up.
+  const bool ok = expect_error([&] { dist::mpi::make_board(comm, rank, size, milliseconds(500)); },
+                               "init_process_group: sharing the arrival board" + late);
+  const std::string mine = "ember-dist-" + std::to_string(getpid()) + "-";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+    if (e.path().filename().string().rfind(mine, 0) == 0) {
+      std::fprintf(stderr, "rank 0: the board %s was left in /dev/shm\n", e.path().c_str());
+      return false;
+    }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,6 +154,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   set_num_threads(1);
+  if (std::strcmp(argv[1], "setup-timeout") == 0) {
+    dist::mpi::ensure_initialized();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    const bool ok = setup_timeout();
+    std::printf("rank %d: %s\n", rank_, ok ? "ok" : "FAILED");
+    std::fflush(stdout);
+    // exit(), not _exit: leaving with an abandoned set-up request must not hang
+    // (MPI is then not finalized).
+    return ok ? 0 : 1;
+  }
   dist::init_process_group(dist::Backend::MPI);
   rank_ = dist::get_rank();
   const bool ok = run(argv[1]);

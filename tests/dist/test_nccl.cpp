@@ -1,8 +1,9 @@
 // The NCCL backend with world size 1 (one process, one GPU): every collective for
 // every dtype against hand-computed results (with one rank: sum, max and avg leave
 // the tensor as it is, broadcast too, all_gather stacks one row), the device
-// errors, and DDP on one GPU equal to the plain module. Exits 77 (skipped) without
-// a GPU. Built only with NCCL.
+// errors, DDP on one GPU equal to the plain module, and the pinned staging of the
+// copies NCCL's tensors arrive by giving its buffers back when a copy fails midway.
+// Exits 77 (skipped) without a GPU. Built only with NCCL.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -12,6 +13,8 @@
 #include <cmath>
 
 #include "dist/dist.h"
+#include "kernels/cuda/pinned.h"
+#include "kernels/cuda/runtime.h"
 #include "nn/nn.h"
 #include "support/reference.h"
 #include "tensor/cuda.h"
@@ -97,6 +100,24 @@ TEST_CASE("DDP on one GPU with NCCL equals the plain module", "[dist][nccl][ddp]
     const auto va = a[k].second.to_vector<float>(), vb = b[k].second.to_vector<float>();
     for (size_t i = 0; i < va.size(); ++i) REQUIRE(std::abs(va[i] - vb[i]) <= 1e-6 * (1 + std::abs(vb[i])));
   }
+}
+
+TEST_CASE("a copy that fails midway gives its pinned staging back", "[dist][nccl][pinned]") {
+  // 40 MB: three 16 MB chunks through two staging buffers, both taken (with their
+  // events) before the first chunk moves. A null device pointer makes that first
+  // cudaMemcpyAsync fail at once (cudaErrorInvalidValue, not sticky).
+  std::vector<char> host(size_t(40) << 20, 1);
+  cudaStream_t stream = cuda::stream(0);
+  const size_t before = cuda::pinned_in_use();
+  REQUIRE_THROWS_AS(cuda::host_to_device(nullptr, host.data(), host.size(), stream, false), CudaError);
+  REQUIRE(cuda::pinned_in_use() == before);
+  REQUIRE_THROWS_AS(cuda::device_to_host(host.data(), nullptr, host.size(), stream), CudaError);
+  REQUIRE(cuda::pinned_in_use() == before);
+  // The device and the cache still work: a large tensor makes the round trip.
+  const Tensor t = arange(0, 12 << 20, 1, {kFloat32});
+  const Tensor back = t.to(Device(DeviceType::CUDA, 0)).cpu();
+  REQUIRE(back.to_vector<float>() == t.to_vector<float>());
+  REQUIRE(cuda::pinned_in_use() == before);
 }
 
 int main(int argc, char** argv) {
