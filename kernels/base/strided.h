@@ -1,6 +1,7 @@
 // The geometry a kernel receives instead of a Tensor: raw pointers, a shape, and one
-// stride per operand and dimension (in elements). The front-end coalesces adjacent
-// dimensions first, so most calls arrive with one or two dimensions.
+// stride per operand and dimension (StridedLoop: in bytes, since its operands may
+// have different dtypes; ReduceGeometry: in elements). The front-end coalesces
+// adjacent dimensions first, so most calls arrive with one or two dimensions.
 #pragma once
 
 #include <cstdint>
