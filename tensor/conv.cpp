@@ -1,6 +1,6 @@
 // conv2d front-end: shape checks with PyTorch's messages, half types computed in
 // float32, dispatch to kernels/cpu/conv2d, and the Conv2d autograd node
-// (saved: x, weight; ints: stride, padding, dilation, groups, has_bias).
+// (saved: x, weight; attributes: Conv2dAttrs).
 #include "kernels/cpu/conv2d.h"
 #include "tensor/autocast.h"
 #include "tensor/checks.h"
@@ -88,8 +88,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
   }
   if (needs_grad({&x, &weight, &bias})) {
     auto node = record(OpId::Conv2d, {&x, &weight, &bias}, {&y});
-    node->saved = {SavedTensor(x), SavedTensor(weight)};
-    node->ints = {stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups, bias.defined()};
+    node->save("x", x);
+    node->save("weight", weight);
+    node->attrs = Conv2dAttrs{stride, padding, dilation, groups, bias.defined()};
   }
   return y;
 }

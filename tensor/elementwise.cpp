@@ -12,45 +12,6 @@
 namespace ember {
 namespace {
 
-enum class UnaryKind { same, floating };
-enum class BinaryKind { arith, truediv, compare };
-
-UnaryKind kind_of(UnaryOp op) {
-  switch (op) {
-#define EMBER_X(name, kind) case UnaryOp::name: return UnaryKind::kind;
-    EMBER_UNARY_OPS(EMBER_X)
-#undef EMBER_X
-  }
-  return UnaryKind::same;
-}
-
-BinaryKind kind_of(BinaryOp op) {
-  switch (op) {
-#define EMBER_X(name, kind) case BinaryOp::name: return BinaryKind::kind;
-    EMBER_BINARY_OPS(EMBER_X)
-#undef EMBER_X
-  }
-  return BinaryKind::arith;
-}
-
-const char* name_of(UnaryOp op) {
-  switch (op) {
-#define EMBER_X(name, kind) case UnaryOp::name: return #name;
-    EMBER_UNARY_OPS(EMBER_X)
-#undef EMBER_X
-  }
-  return "?";
-}
-
-const char* name_of(BinaryOp op) {
-  switch (op) {
-#define EMBER_X(name, kind) case BinaryOp::name: return #name;
-    EMBER_BINARY_OPS(EMBER_X)
-#undef EMBER_X
-  }
-  return "?";
-}
-
 // Wrapped numbers (the 2 in a + 2) live on the CPU and may join tensors on any device.
 void check_devices(const std::vector<const Tensor*>& ts) {
   std::vector<const Tensor*> real;
@@ -104,50 +65,25 @@ void run_binary(BinaryOp op, DType compute, const Tensor& out, const Tensor& a, 
   else EMBER_CUDA(cuda::binary(op, compute, loop, stream_of(out)));
 }
 
+// The autograd op id of an elementwise op: the Name column of its row.
 OpId op_id(UnaryOp op) {
   switch (op) {
-    case UnaryOp::neg: return OpId::Neg;
-    case UnaryOp::abs: return OpId::Abs;
-    case UnaryOp::relu: return OpId::Relu;
-    case UnaryOp::exp: return OpId::Exp;
-    case UnaryOp::log: return OpId::Log;
-    case UnaryOp::sqrt: return OpId::Sqrt;
-    case UnaryOp::rsqrt: return OpId::Rsqrt;
-    case UnaryOp::sin: return OpId::Sin;
-    case UnaryOp::cos: return OpId::Cos;
-    case UnaryOp::tanh: return OpId::Tanh;
-    case UnaryOp::sigmoid: return OpId::Sigmoid;
-    case UnaryOp::gelu: return OpId::Gelu;
+#define EMBER_X(Name, name, ...) case UnaryOp::name: return OpId::Name;
+    EMBER_UNARY_OPS(EMBER_X)
+#undef EMBER_X
   }
   return OpId::Neg;
 }
 
-// Whether a unary op's backward reads its output (else its input, or nothing).
-bool saves_output(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::relu: case UnaryOp::exp: case UnaryOp::sqrt: case UnaryOp::rsqrt:
-    case UnaryOp::tanh: case UnaryOp::sigmoid:
-      return true;
-    case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::log: case UnaryOp::sin: case UnaryOp::cos:
-    case UnaryOp::gelu:
-      return false;
-  }
-  return false;
-}
-
-// Binary ops with a derivative; comparisons produce bool and record nothing.
+// Comparisons produce bool and record nothing.
 std::optional<OpId> op_id(BinaryOp op) {
   switch (op) {
-    case BinaryOp::add: return OpId::Add;
-    case BinaryOp::sub: return OpId::Sub;
-    case BinaryOp::mul: return OpId::Mul;
-    case BinaryOp::div: return OpId::Div;
-    case BinaryOp::pow: return OpId::Pow;
-    case BinaryOp::maximum: return OpId::Maximum;
-    case BinaryOp::minimum: return OpId::Minimum;
-    case BinaryOp::eq: case BinaryOp::ne: case BinaryOp::lt: case BinaryOp::le: case BinaryOp::gt:
-    case BinaryOp::ge:
-      return std::nullopt;
+#define EMBER_X(Name, name, ...) case BinaryOp::name: return OpId::Name;
+    EMBER_ARITH_OPS(EMBER_X)
+#undef EMBER_X
+#define EMBER_X(Name, name, ...) case BinaryOp::name: return std::nullopt;
+    EMBER_COMPARE_OPS(EMBER_X)
+#undef EMBER_X
   }
   return std::nullopt;
 }
@@ -156,16 +92,12 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const auto id = op_id(op);
   if (!id || !needs_grad({&a, &b})) return;
   auto node = record(*id, {&a, &b}, {&out});
-  switch (*id) {
-    case OpId::Mul: case OpId::Div: case OpId::Maximum: case OpId::Minimum:
-      node->saved = {SavedTensor(a), SavedTensor(b)};
-      break;
-    case OpId::Pow:
-      node->saved = {SavedTensor(a), SavedTensor(b), SavedTensor(out)};
-      break;
-    default:
-      break;
+  const Saves saves = saves_of(op);  // the row's column, read by the rule under these names
+  if (saves == Saves::inputs || saves == Saves::inputs_output) {
+    node->save("a", a);
+    node->save("b", b);
   }
+  if (saves == Saves::inputs_output) node->save("y", out);
 }
 
 }  // namespace
@@ -205,7 +137,7 @@ DType result_type(const std::vector<Tensor>& operands) {
 }
 
 Tensor unary_op(UnaryOp op, const Tensor& a) {
-  if (op == UnaryOp::exp || op == UnaryOp::log)  // autocast runs exp and log in float32
+  if (autocast_of(op) == AutocastPolicy::fp32)  // the row's autocast column
     if (auto r = autocast::run(autocast::Policy::fp32, [&](const Tensor& x) { return unary_op(op, x); }, a)) return *r;
   DType dt = a.dtype();
   if (kind_of(op) == UnaryKind::floating && !is_floating(dt)) dt = kDefaultFloat;
@@ -225,13 +157,14 @@ Tensor unary_op(UnaryOp op, const Tensor& a) {
   }
   if (needs_grad({&a})) {
     auto node = record(op_id(op), {&a}, {&out});
-    if (op != UnaryOp::neg) node->saved = {SavedTensor(saves_output(op) ? out : a)};
+    if (saves_of(op) == Saves::input) node->save("x", a);  // the row's saves column
+    if (saves_of(op) == Saves::output) node->save("y", out);
   }
   return out;
 }
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
-  if (op == BinaryOp::pow)  // autocast runs pow in float32
+  if (autocast_of(op) == AutocastPolicy::fp32)  // the row's autocast column
     if (auto r = autocast::run(autocast::Policy::fp32,
                                [&](const Tensor& x, const Tensor& y) { return binary_op(op, x, y); }, a, b))
       return *r;
@@ -299,13 +232,13 @@ Tensor& binary_out(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-#define EMBER_X(name, kind)                                                                      \
+#define EMBER_X(Name, name, ...)                                                                 \
   Tensor name(const Tensor& a) { return unary_op(UnaryOp::name, a); }                           \
   Tensor Tensor::name() const { return ember::name(*this); }
 EMBER_UNARY_OPS(EMBER_X)
 #undef EMBER_X
 
-#define EMBER_X(name, kind)                                                                                \
+#define EMBER_X(Name, name, ...)                                                                           \
   Tensor name(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::name, a, b); }               \
   Tensor name(const Tensor& a, Scalar b) { return binary_op(BinaryOp::name, a, scalar_tensor(b)); }      \
   Tensor name(Scalar a, const Tensor& b) { return binary_op(BinaryOp::name, scalar_tensor(a), b); }      \
@@ -340,7 +273,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   }
   if (needs_grad({&a, &b})) {
     auto node = record(OpId::Where, {&a, &b}, {&out});
-    node->saved = {SavedTensor(condition)};
+    node->save("condition", condition);
   }
   return out;
 }

@@ -1,6 +1,8 @@
 // Recording the autograd graph: nodes, edges, saved tensors, grad mode.
 #include "tensor/graph.h"
 
+#include <string_view>
+
 #include "tensor/checks.h"
 
 namespace ember {
@@ -26,7 +28,7 @@ AutogradMeta& meta_of(const Tensor& t) {
 
 const char* backward_name(OpId op) {
   switch (op) {
-#define EMBER_X(Name, name) case OpId::Name: return #Name "Backward0";
+#define EMBER_X(Name, name, ...) case OpId::Name: return #Name "Backward0";
     EMBER_AUTOGRAD_OPS(EMBER_X)
 #undef EMBER_X
     case OpId::AccumulateGrad: return "AccumulateGrad";
@@ -36,10 +38,16 @@ const char* backward_name(OpId op) {
 
 Node::Node(OpId o) : op(o), sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
-SavedTensor::SavedTensor(const Tensor& t) {
+SavedTensor::SavedTensor(const char* name, const Tensor& t) : name_(name) {
   if (!t.defined()) return;
   tensor_ = data_only(t);
   version_ = t.device().is_meta() ? 0 : t.storage()->version();
+}
+
+Tensor Node::saved_tensor(const char* want) const {
+  for (const SavedTensor& s : saved)
+    if (std::string_view(s.name()) == want) return s.unpack(name());
+  throw Error(msg("internal error: ", name(), " has no saved tensor '", want, "'"));
 }
 
 Tensor SavedTensor::unpack(const char* node_name) const {

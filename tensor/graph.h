@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "tensor/op_attrs.h"
 #include "tensor/op_list.h"
 #include "tensor/tensor.h"
 
@@ -24,19 +25,22 @@ struct Edge {
   bool valid() const { return fn != nullptr; }
 };
 
-// A tensor a backward rule needs, with the storage version it had when saved: if
-// an in-place op changes it before backward, unpacking raises instead of silently
-// using the new values. Outputs are saved without their autograd identity, which
-// would otherwise form a cycle node -> output -> node.
+// A tensor a backward rule needs, under the name the rule asks for it by ("x",
+// "y", "weight", ...), with the storage version it had when saved: if an in-place op
+// changes it before backward, unpacking raises instead of silently using the new
+// values. Outputs are saved without their autograd identity, which would otherwise
+// form a cycle node -> output -> node.
 class SavedTensor {
  public:
   SavedTensor() = default;
-  explicit SavedTensor(const Tensor& t);
+  SavedTensor(const char* name, const Tensor& t);
   Tensor unpack(const char* node_name) const;
   void release() { tensor_ = Tensor(); released_ = true; }
   bool defined() const { return tensor_.defined() || released_; }
+  const char* name() const { return name_; }
 
  private:
+  const char* name_ = "";
   Tensor tensor_;
   uint64_t version_ = 0;
   bool released_ = false;
@@ -54,9 +58,8 @@ struct Node {
   uint64_t sequence_nr;             // later nodes run first in backward
   std::vector<Edge> next;           // one per forward input (invalid when it needs no grad)
   std::vector<InputMeta> inputs;    // one per forward input
-  std::vector<SavedTensor> saved;   // what the backward rule reads
-  std::vector<int64_t> ints;        // integer attributes (dims, sizes, flags)
-  std::vector<double> reals;        // floating attributes
+  std::vector<SavedTensor> saved;   // what the backward rule reads, by name (save, saved)
+  OpAttrs attrs;                    // the op's attributes (tensor/op_attrs.h), if it has any
   std::vector<InputMeta> outputs;   // metadata of each output (to zero-fill a missing gradient)
   bool released = false;            // saved tensors freed by a backward without retain_graph
   // AccumulateGrad only: the leaf whose .grad() this node fills.
@@ -66,6 +69,13 @@ struct Node {
 
   explicit Node(OpId o);
   const char* name() const { return backward_name(op); }
+  // Saves `t` for the backward rule under `name` (a string literal).
+  void save(const char* name, const Tensor& t) { saved.emplace_back(name, t); }
+  // The tensor saved under `name`; an internal error if the front-end saved none,
+  // which gradcheck reports for any op whose front-end and rule disagree.
+  Tensor saved_tensor(const char* name) const;
+  // The op's attributes as the struct its front-end stored (std::bad_variant_access otherwise).
+  template <class A> const A& attrs_as() const { return std::get<A>(attrs); }
 };
 
 // Per-tensor autograd state, created when a tensor first requires grad or is

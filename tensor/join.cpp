@@ -43,9 +43,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       offset += t->shape()[d];
     }
   }
-  if (needs_grad(tensors)) {  // ints = [dim]
+  if (needs_grad(tensors)) {
     auto node = record(OpId::Cat, ptrs, {&out});
-    node->ints = {d};
+    node->attrs = DimAttrs{d};
   }
   return out;
 }

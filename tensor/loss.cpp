@@ -1,7 +1,7 @@
 // Classification losses: cross_entropy (fused log-softmax + NLL) and nll_loss over
 // [N, C] inputs and int64 class indices [N]. The recorded node produces the
 // per-sample losses (CrossEntropy saves logits, targets and the row log-sum-exp;
-// NllLoss saves targets; ints: ignore_index); the reduction is done with ordinary
+// NllLoss saves targets; both keep LossAttrs); the reduction is done with ordinary
 // recorded ops, so its gradient needs no rule of its own.
 #include "kernels/cpu/loss.h"
 #include "tensor/autocast.h"
@@ -70,8 +70,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
   }
   if (needs_grad({&logits})) {
     auto node = record(OpId::CrossEntropy, {&logits}, {&loss});
-    node->saved = {SavedTensor(x), SavedTensor(t), SavedTensor(lse)};
-    node->ints = {ignore_index};
+    node->save("logits", x);
+    node->save("targets", t);
+    node->save("lse", lse);
+    node->attrs = LossAttrs{ignore_index};
   }
   return reduce(loss, t, reduction, ignore_index);
 }
@@ -113,8 +115,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduct
   }
   if (needs_grad({&log_probs})) {
     auto node = record(OpId::NllLoss, {&log_probs}, {&loss});
-    node->saved = {SavedTensor(t)};
-    node->ints = {ignore_index};
+    node->save("targets", t);
+    node->attrs = LossAttrs{ignore_index};
   }
   return reduce(loss, t, reduction, ignore_index);
 }

@@ -123,7 +123,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor out = empty(out_shape, {a.dtype(), a.device()});
   if (needs_grad({&a, &b})) {  // recorded for the >= 2-D case; the 1-D cases add views around it
     auto node = record(OpId::Matmul, {&a, &b}, {&out});
-    node->saved = {SavedTensor(a), SavedTensor(b)};
+    node->save("a", a);
+    node->save("b", b);
   }
   NoGradGuard no_grad;
   if (out.numel() == 0 || backend_of("matmul", a) == Backend::None) return out;

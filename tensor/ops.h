@@ -60,10 +60,10 @@ Tensor from_blob(void* data, const Shape& shape, DType dtype, const Shape& strid
 Tensor scalar_tensor(Scalar value, Device device = kCPU);
 
 // ---- elementwise ----
-#define EMBER_X(name, kind) Tensor name(const Tensor& a);
+#define EMBER_X(Name, name, ...) Tensor name(const Tensor& a);
 EMBER_UNARY_OPS(EMBER_X)
 #undef EMBER_X
-#define EMBER_X(name, kind)                               \
+#define EMBER_X(Name, name, ...)                          \
   Tensor name(const Tensor& a, const Tensor& b);          \
   Tensor name(const Tensor& a, Scalar b);                 \
   Tensor name(Scalar a, const Tensor& b);                 \

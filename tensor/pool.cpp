@@ -1,7 +1,6 @@
 // Pooling front-ends: max_pool2d (with indices) and avg_pool2d over [N, C, H, W];
-// half types are computed in float32. Nodes: MaxPool2d saves the indices (ints:
-// none needed beyond the input shape); AvgPool2d keeps its window in ints
-// (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
+// half types are computed in float32. Nodes: MaxPool2d saves the indices and its
+// window (MaxPool2dAttrs); AvgPool2d keeps its window (AvgPool2dAttrs).
 #include "kernels/cpu/pool2d.h"
 #include "tensor/checks.h"
 #include "tensor/cuda_kernels.h"
@@ -61,8 +60,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel,
   }
   if (needs_grad({&x})) {
     auto node = record(OpId::MaxPool2d, {&x}, {&y});
-    node->saved = {SavedTensor(idx)};
-    node->ints = {kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], ceil_mode};
+    node->save("indices", idx);
+    node->attrs = MaxPool2dAttrs{kernel, stride, padding, dilation, ceil_mode};
   }
   return {y, idx};
 }
@@ -117,8 +116,7 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, bool 
   }
   if (needs_grad({&x})) {
     auto node = record(OpId::AvgPool2d, {&x}, {&y});
-    node->ints = {kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1], ceil_mode, count_include_pad,
-                  divisor_override};
+    node->attrs = AvgPool2dAttrs{kernel, stride, padding, ceil_mode, count_include_pad, divisor_override};
   }
   return y;
 }

@@ -52,6 +52,14 @@ std::vector<bool> reduced_mask(const char* op, const Tensor& a, const Shape& dim
   return mask;
 }
 
+// The reduced dims in ascending order (what the backward rules re-expand over).
+std::vector<int64_t> reduced_dims(const std::vector<bool>& mask) {
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < mask.size(); ++d)
+    if (mask[d]) dims.push_back(static_cast<int64_t>(d));
+  return dims;
+}
+
 Shape out_shape(const Tensor& a, const std::vector<bool>& mask, bool keepdim) {
   Shape s;
   for (int64_t d = 0; d < a.dim(); ++d) {
@@ -118,16 +126,12 @@ Tensor reduce_values(const char* name, ReduceOp op, const Tensor& a, const Shape
   if (const OpBackend backend = backend_of(name, a); backend != Backend::None) run_reduce(op, a, mask, &out, nullptr, false, correction);
   out = finish(out, a, mask, keepdim);
   if (needs_grad({&a}) && is_floating(out_dtype)) {
-    // ints = [keepdim, (correction), reduced dims...]
     static constexpr OpId ids[] = {OpId::Sum, OpId::Mean, OpId::Var, OpId::Amax, OpId::Amin};
     const OpId id = ids[static_cast<int>(op)];
     auto node = record(id, {&a}, {&out});
-    node->ints.push_back(keepdim);
-    if (op == ReduceOp::var) node->ints.push_back(correction);
-    for (int64_t d = 0; d < a.dim(); ++d)
-      if (mask[d]) node->ints.push_back(d);
-    if (op == ReduceOp::var) node->saved = {SavedTensor(a)};
-    if (op == ReduceOp::amax || op == ReduceOp::amin) node->saved = {SavedTensor(a), SavedTensor(out)};
+    node->attrs = ReduceAttrs{reduced_dims(mask), keepdim, correction};
+    if (op == ReduceOp::var || op == ReduceOp::amax || op == ReduceOp::amin) node->save("x", a);
+    if (op == ReduceOp::amax || op == ReduceOp::amin) node->save("y", out);
   }
   return out;
 }
@@ -149,10 +153,10 @@ std::tuple<Tensor, Tensor> extreme_with_index(const char* name, ReduceOp op, con
   if (const OpBackend backend = backend_of(name, a); backend != Backend::None) run_reduce(op, a, mask, &values, &indices, true, 0);
   values = finish(values, a, mask, keepdim);
   indices = finish(indices, a, mask, keepdim);
-  if (needs_grad({&a})) {  // only the values are differentiable; ints = [dim, keepdim]
+  if (needs_grad({&a})) {  // only the values are differentiable
     auto node = record(op == ReduceOp::amax ? OpId::MaxDim : OpId::MinDim, {&a}, {&values});
-    node->ints = {a.dim() == 0 ? 0 : wrap_dim(dim, a.dim()), keepdim};
-    node->saved = {SavedTensor(indices)};
+    node->attrs = DimAttrs{a.dim() == 0 ? 0 : wrap_dim(dim, a.dim()), keepdim};
+    node->save("indices", indices);
   }
   return {values, indices};
 }
@@ -235,13 +239,11 @@ Tensor norm(const Tensor& a, double p, const Shape& dims, bool keepdim) {
     else y = pow(pow(x.abs(), p).sum(dims, keepdim), 1.0 / p);
     y = y.to(a.dtype());
   }
-  if (needs_grad({&a})) {  // ints = [keepdim, reduced dims...]; reals = [p]; saved x, y
+  if (needs_grad({&a})) {
     auto node = record(OpId::Norm, {&a}, {&y});
-    node->ints.push_back(keepdim);
-    for (int64_t d = 0; d < a.dim(); ++d)
-      if (mask[d]) node->ints.push_back(d);
-    node->reals = {p};
-    node->saved = {SavedTensor(a), SavedTensor(y)};
+    node->attrs = ReduceAttrs{reduced_dims(mask), keepdim, 0, p};
+    node->save("x", a);
+    node->save("y", y);
   }
   return y;
 }

@@ -28,10 +28,10 @@ Tensor softmax_impl(const char* name, const Tensor& a, int64_t dim, bool log) {
     if (backend == Backend::CPU) cpu::softmax(a.dtype(), outer, size, inner, x.data_ptr(), out.data_ptr(), log);
     else EMBER_CUDA(cuda::softmax(a.dtype(), outer, size, inner, x.data_ptr(), out.data_ptr(), log, stream_of(a)));
   }
-  if (needs_grad({&a})) {  // saved: the output; ints = [dim]
+  if (needs_grad({&a})) {
     auto node = record(log ? OpId::LogSoftmax : OpId::Softmax, {&a}, {&out});
-    node->saved = {SavedTensor(out)};
-    node->ints = {a.dim() == 0 ? 0 : d};
+    node->save("y", out);
+    node->attrs = DimAttrs{a.dim() == 0 ? 0 : d};
   }
   return out;
 }

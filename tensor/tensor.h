@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/base/error.h"
+#include "kernels/base/ops.def.h"
 #include "tensor/device.h"
 #include "tensor/dtype.h"
 #include "tensor/scalar.h"
@@ -118,18 +119,16 @@ class Tensor {
   Tensor& zero_() { return fill_(0); }
 
   // ---- math (see tensor/ops.h for the free-function forms) ----
-#define EMBER_X(name, kind) Tensor name() const;
-  EMBER_X(neg, same) EMBER_X(abs, same) EMBER_X(relu, same) EMBER_X(exp, f) EMBER_X(log, f)
-  EMBER_X(sqrt, f) EMBER_X(rsqrt, f) EMBER_X(sin, f) EMBER_X(cos, f) EMBER_X(tanh, f)
-  EMBER_X(sigmoid, f) EMBER_X(gelu, f)
+  // One method per row of kernels/base/ops.def.h.
+#define EMBER_X(Name, name, ...) Tensor name() const;
+  EMBER_UNARY_OPS(EMBER_X)
 #undef EMBER_X
-#define EMBER_X(name)                            \
+#define EMBER_X(Name, name, ...)                 \
   Tensor name(const Tensor& other) const;        \
   Tensor name(Scalar other) const;               \
   Tensor& name##_(const Tensor& other);          \
   Tensor& name##_(Scalar other);
-  EMBER_X(add) EMBER_X(sub) EMBER_X(mul) EMBER_X(div) EMBER_X(pow) EMBER_X(maximum) EMBER_X(minimum)
-  EMBER_X(eq) EMBER_X(ne) EMBER_X(lt) EMBER_X(le) EMBER_X(gt) EMBER_X(ge)
+  EMBER_BINARY_OPS(EMBER_X)
 #undef EMBER_X
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max) const;
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max);

@@ -22,11 +22,11 @@ Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
 
 // Records a view op when `base` requires grad; the view remembers that it aliases
 // such a tensor, so in-place writes to it can be refused (see binary_out).
-Tensor record_view(OpId op, const Tensor& base, Tensor view, std::vector<int64_t> ints = {}) {
+Tensor record_view(OpId op, const Tensor& base, Tensor view, OpAttrs attrs = {}) {
   if (!needs_grad({&base})) return view;
   Tensor out = view;
   auto node = record(op, {&base}, {&out});
-  node->ints = std::move(ints);
+  node->attrs = std::move(attrs);
   out.impl().autograd->is_view_of_grad_tensor = true;
   return out;
 }
@@ -123,7 +123,7 @@ Tensor Tensor::permute(const Shape& dims) const {
   }
   Shape wrapped(n);
   for (int64_t i = 0; i < n; ++i) wrapped[i] = wrap_dim(dims[i], n);
-  return record_view(OpId::Permute, *this, make_view(*this, sizes, strides, storage_offset()), wrapped);
+  return record_view(OpId::Permute, *this, make_view(*this, sizes, strides, storage_offset()), PermuteAttrs{wrapped});
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -161,7 +161,7 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   sizes[d] = (e - s + step - 1) / step;
   strides[d] *= step;
   return record_view(OpId::Slice, *this, make_view(*this, sizes, strides, storage_offset() + s * stride()[d]),
-                     {d, s, step});
+                     SliceAttrs{d, s, step});
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
@@ -190,7 +190,7 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
   return record_view(OpId::Select, *this, make_view(*this, sizes, strides, storage_offset() + index * stride()[d]),
-                     {d, index});
+                     SelectAttrs{d, index});
 }
 
 Tensor Tensor::expand(const Shape& target) const {

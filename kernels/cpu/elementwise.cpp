@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "kernels/base/dispatch.h"
+#include "kernels/base/error.h"
 #include "kernels/base/philox.h"
-#include "kernels/cpu/functors.h"
+#include "kernels/base/functors.h"
 #include "kernels/cpu/half_vec.h"
 #include "kernels/cpu/loop.h"
 
@@ -214,16 +216,24 @@ void parallel_range(int64_t n, Body&& body) {
 
 }  // namespace
 
+// Each op is compiled for the dtypes its row's kind allows: `same` ops for every
+// dtype but bool, `floating` ops for the floating dtypes (the front-end promotes
+// other inputs to float32 first, so no kernel is needed for them).
 void unary(UnaryOp op, DType dt, const StridedLoop& loop) {
   dispatch(dt, [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
-      return;  // the front-end rejects bool for every unary op
+      throw DTypeError(std::string("cpu::unary: ") + name_of(op) + " is not implemented for dtype bool");
     } else {
       switch (op) {
-#define EMBER_X(name, kind) case UnaryOp::name: unary_loop<T>(loop, functors::name{}); return;
+#define EMBER_X(Name, name, kind, ...)                                                 \
+  case UnaryOp::name:                                                                  \
+    if constexpr (UnaryKind::kind == UnaryKind::same || is_floating_v<T>)              \
+      return unary_loop<T>(loop, functors::name{});                                    \
+    break;
         EMBER_UNARY_OPS(EMBER_X)
 #undef EMBER_X
       }
+      throw DTypeError(std::string("cpu::unary: ") + name_of(op) + " is not implemented for dtype " + dtype_name(dt));
     }
   });
 }
@@ -235,7 +245,7 @@ void binary(BinaryOp op, DType dt, const StridedLoop& by_value_loop) {
   point_at_values(loop);
   dispatch(dt, [&]<class T>() {
     switch (op) {
-#define EMBER_X(name, kind) case BinaryOp::name: binary_loop<T>(loop, functors::name{}); return;
+#define EMBER_X(Name, name, ...) case BinaryOp::name: binary_loop<T>(loop, functors::name{}); return;
       EMBER_BINARY_OPS(EMBER_X)
 #undef EMBER_X
     }

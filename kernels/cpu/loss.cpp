@@ -14,7 +14,7 @@
 
 #include "kernels/base/error.h"
 #include "kernels/base/parallel.h"
-#include "kernels/cpu/vec_math.h"
+#include "kernels/base/vec_math.h"
 
 namespace ember::cpu {
 namespace {

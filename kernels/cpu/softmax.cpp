@@ -12,7 +12,7 @@
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/half_vec.h"
-#include "kernels/cpu/vec_math.h"
+#include "kernels/base/vec_math.h"
 
 namespace ember::cpu {
 namespace {

@@ -20,7 +20,7 @@
 #include "kernels/base/dispatch.h"
 #include "kernels/base/error.h"
 #include "kernels/base/philox.h"
-#include "kernels/cuda/functors.cuh"
+#include "kernels/base/functors.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/types.cuh"
 
@@ -505,38 +505,26 @@ __global__ void __launch_bounds__(kBlockThreads)
   throw DTypeError(std::string("cuda::") + what + ": " + op + " is not implemented for dtype " + dtype_name(dt));
 }
 
-const char* unary_name(UnaryOp op) {
-  switch (op) {
-#define EMBER_X(name, kind) case UnaryOp::name: return #name;
-    EMBER_UNARY_OPS(EMBER_X)
-#undef EMBER_X
-  }
-  return "?";
-}
-
 }  // namespace
 
 void unary(UnaryOp op, DType dt, const StridedLoop& loop, cudaStream_t stream) {
   if (loop.numel <= 0) return;
   dispatch(dt, [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
-      unsupported("unary", unary_name(op), dt);  // the front-end rejects bool for every unary op
+      unsupported("unary", name_of(op), dt);  // the front-end rejects bool for every unary op
     } else {
+      // Compiled for the dtypes the op's row allows (ops.def.h): `same` ops for every
+      // dtype, `floating` ops for the floating ones (the front-end promotes the rest).
       switch (op) {
-        case UnaryOp::neg: return launch_unary<T>(loop, stream, functors::neg{});
-        case UnaryOp::abs: return launch_unary<T>(loop, stream, functors::abs{});
-        case UnaryOp::relu: return launch_unary<T>(loop, stream, functors::relu{});
-        default: break;
-      }
-      if constexpr (is_floating_v<T>) {
-        switch (op) {
-#define EMBER_X(name, kind) \
-  case UnaryOp::name: return launch_unary<T>(loop, stream, functors::name{});
-          EMBER_UNARY_OPS(EMBER_X)
+#define EMBER_X(Name, name, kind, ...)                                       \
+  case UnaryOp::name:                                                        \
+    if constexpr (UnaryKind::kind == UnaryKind::same || is_floating_v<T>)    \
+      return launch_unary<T>(loop, stream, functors::name{});                \
+    break;
+        EMBER_UNARY_OPS(EMBER_X)
 #undef EMBER_X
-        }
       }
-      unsupported("unary", unary_name(op), dt);
+      unsupported("unary", name_of(op), dt);
     }
   });
 }
@@ -550,7 +538,7 @@ void binary(BinaryOp op, DType dt, const StridedLoop& loop, cudaStream_t stream)
       if (op == BinaryOp::div) unsupported("binary", "div", dt);
     }
     switch (op) {
-#define EMBER_X(name, kind)                                                   \
+#define EMBER_X(Name, name, ...)                                              \
   case BinaryOp::name:                                                        \
     if constexpr (is_floating_v<T> || BinaryOp::name != BinaryOp::div)        \
       launch_binary<T>(loop, stream, functors::name{});                       \

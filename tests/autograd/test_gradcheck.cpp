@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <set>
 #include <string>
 
 #include "ember.h"
@@ -41,52 +42,56 @@ void check(const Row& row) {
   CHECK(ok);
 }
 
-}  // namespace
-
-TEST_CASE("gradcheck: unary ops", "[autograd][gradcheck]") {
-  const Shape s{3, 4};
-  std::vector<Row> rows = {
-      {"neg", [](auto& x) { return -x[0]; }, {input(s, -2, 2, 1)}},
-      {"abs", [](auto& x) { return x[0].abs(); }, {away_from_zero(s, 0.1, 2)}},
-      {"relu", [](auto& x) { return x[0].relu(); }, {away_from_zero(s, 0.1, 3)}},
-      {"exp", [](auto& x) { return x[0].exp(); }, {input(s, -2, 2, 4)}},
-      {"log", [](auto& x) { return x[0].log(); }, {input(s, 0.5, 3, 5)}},
-      {"sqrt", [](auto& x) { return x[0].sqrt(); }, {input(s, 0.5, 3, 6)}},
-      {"rsqrt", [](auto& x) { return x[0].rsqrt(); }, {input(s, 0.5, 3, 7)}},
-      {"sin", [](auto& x) { return x[0].sin(); }, {input(s, -3, 3, 8)}},
-      {"cos", [](auto& x) { return x[0].cos(); }, {input(s, -3, 3, 9)}},
-      {"tanh", [](auto& x) { return x[0].tanh(); }, {input(s, -2, 2, 10)}},
-      {"sigmoid", [](auto& x) { return x[0].sigmoid(); }, {input(s, -3, 3, 11)}},
-      {"gelu", [](auto& x) { return x[0].gelu(); }, {input(s, -3, 3, 12)}},
-  };
-  for (const Row& r : rows) check(r);
+// Inputs from a row's domain (kernels/base/ops.def.h), in float64 and away from the
+// points where the op is not differentiable.
+Tensor input_from(const char* domain, const Shape& s, uint64_t seed) {
+  const std::string d = domain;
+  if (d == "positive") return input(s, 0.5, 3, seed);
+  if (d == "away_from_zero") return away_from_zero(s, 0.1, seed);
+  if (d == "divisor" || d == "pow_base") return input(s, 0.5, 2, seed);
+  if (d == "pow_exponent") return input(s, -1, 2, seed);
+  return input(s, -2, 2, seed);  // any_sign, wide, ties (random floats do not tie)
 }
 
-TEST_CASE("gradcheck: binary ops with broadcasting and scalars", "[autograd][gradcheck]") {
-  std::vector<Row> rows = {
-      {"add", [](auto& x) { return x[0] + x[1]; }, {input({3, 4}, -1, 1, 20), input({4}, -1, 1, 21)}},
-      {"sub", [](auto& x) { return x[0] - x[1]; }, {input({3, 1}, -1, 1, 22), input({2, 1, 4}, -1, 1, 23)}},
-      {"mul", [](auto& x) { return x[0] * x[1]; }, {input({3, 4}, -1, 1, 24), input({3, 4}, -1, 1, 25)}},
-      {"div", [](auto& x) { return x[0] / x[1]; }, {input({3, 4}, -1, 1, 26), input({4}, 0.5, 2, 27)}},
-      {"pow", [](auto& x) { return pow(x[0], x[1]); }, {input({3, 4}, 0.5, 2, 28), input({3, 4}, -1, 2, 29)}},
-      {"maximum", [](auto& x) { return maximum(x[0], x[1]); }, {input({3, 4}, -1, 1, 30), input({3, 4}, -1, 1, 31)}},
-      {"minimum", [](auto& x) { return minimum(x[0], x[1]); }, {input({3, 4}, -1, 1, 32), input({4}, -1, 1, 33)}},
-      {"add scalar", [](auto& x) { return x[0] + 2.5; }, {input({3}, -1, 1, 34)}},
-      {"scalar div", [](auto& x) { return 2.0 / x[0]; }, {input({3}, 0.5, 2, 35)}},
-      {"pow scalar", [](auto& x) { return pow(x[0], 3); }, {input({3}, -2, 2, 36)}},
-      {"where", [](auto& x) { return where(x[0] > 0, x[0], x[1]); }, {away_from_zero({3, 4}, 0.1, 37), input({4}, -1, 1, 38)}},
-      {"clamp", [](auto& x) { return x[0].clamp(-0.5, 0.5); }, {input({20}, -1, 1, 39)}},
-      {"in-place add_ on a non-leaf", [](auto& x) { Tensor t = x[0] * 2; t.add_(x[1]); return t; },
-       {input({3}, -1, 1, 40), input({3}, -1, 1, 41)}},
-      {"in-place mul_ keeps the old value for backward", [](auto& x) { Tensor t = x[0] * 1; t.mul_(x[1]); return t * x[0]; },
-       {input({3}, -1, 1, 42), input({3}, -1, 1, 43)}},
-  };
-  for (const Row& r : rows) check(r);
+// One row per unary op of kernels/base/ops.def.h.
+std::vector<Row> unary_rows() {
+  std::vector<Row> rows;
+  uint64_t seed = 1;
+#define EMBER_X(Name, name, kind, saves, autocast, dom, ...) \
+  rows.push_back({#name, [](auto& x) { return ember::name(x[0]); }, {input_from(#dom, {3, 4}, seed++)}});
+  EMBER_UNARY_OPS(EMBER_X)
+#undef EMBER_X
+  return rows;
 }
 
-TEST_CASE("gradcheck: reductions and softmax", "[autograd][gradcheck]") {
+// One row per binary op with a gradient, b broadcast along a's first dim.
+std::vector<Row> binary_rows() {
+  std::vector<Row> rows;
+  uint64_t seed = 20;
+#define EMBER_X(Name, name, kind, saves, autocast, dom_a, dom_b)                      \
+  rows.push_back({#name, [](auto& x) { return ember::name(x[0], x[1]); },             \
+                  {input_from(#dom_a, {3, 4}, seed), input_from(#dom_b, {4}, seed + 1)}}); \
+  seed += 2;
+  EMBER_ARITH_OPS(EMBER_X)
+#undef EMBER_X
+  // Broadcasting both ways, C++ numbers on either side, and the ops composed of them.
+  rows.push_back({"sub both broadcast", [](auto& x) { return x[0] - x[1]; }, {input({3, 1}, -1, 1, 22), input({2, 1, 4}, -1, 1, 23)}});
+  rows.push_back({"add scalar", [](auto& x) { return x[0] + 2.5; }, {input({3}, -1, 1, 34)}});
+  rows.push_back({"scalar div", [](auto& x) { return 2.0 / x[0]; }, {input({3}, 0.5, 2, 35)}});
+  rows.push_back({"pow scalar", [](auto& x) { return pow(x[0], 3); }, {input({3}, -2, 2, 36)}});
+  rows.push_back({"where", [](auto& x) { return where(x[0] > 0, x[0], x[1]); }, {away_from_zero({3, 4}, 0.1, 37), input({4}, -1, 1, 38)}});
+  rows.push_back({"clamp", [](auto& x) { return x[0].clamp(-0.5, 0.5); }, {input({20}, -1, 1, 39)}});
+  rows.push_back({"in-place add_ on a non-leaf", [](auto& x) { Tensor t = x[0] * 2; t.add_(x[1]); return t; },
+                  {input({3}, -1, 1, 40), input({3}, -1, 1, 41)}});
+  rows.push_back({"in-place mul_ keeps the old value for backward",
+                  [](auto& x) { Tensor t = x[0] * 1; t.mul_(x[1]); return t * x[0]; },
+                  {input({3}, -1, 1, 42), input({3}, -1, 1, 43)}});
+  return rows;
+}
+
+std::vector<Row> reduction_rows() {
   const Shape s{3, 4, 2};
-  std::vector<Row> rows = {
+  return {
       {"sum all", [](auto& x) { return x[0].sum(); }, {input(s, -1, 1, 50)}},
       {"sum dims", [](auto& x) { return x[0].sum({0, 2}); }, {input(s, -1, 1, 51)}},
       {"sum keepdim", [](auto& x) { return x[0].sum({-1}, true); }, {input(s, -1, 1, 52)}},
@@ -108,11 +113,10 @@ TEST_CASE("gradcheck: reductions and softmax", "[autograd][gradcheck]") {
       {"softmax", [](auto& x) { return x[0].softmax(1); }, {input(s, -2, 2, 61)}},
       {"log_softmax last", [](auto& x) { return x[0].log_softmax(-1); }, {input({3, 5}, -2, 2, 62)}},
   };
-  for (const Row& r : rows) check(r);
 }
 
-TEST_CASE("gradcheck: matmul, views, joins and copies", "[autograd][gradcheck]") {
-  std::vector<Row> rows = {
+std::vector<Row> other_rows() {
+  return {
       {"matmul 2-D", [](auto& x) { return matmul(x[0], x[1]); }, {input({3, 4}, -1, 1, 70), input({4, 2}, -1, 1, 71)}},
       {"matmul batched broadcast", [](auto& x) { return matmul(x[0], x[1]); },
        {input({2, 1, 3, 4}, -1, 1, 72), input({3, 4, 2}, -1, 1, 73)}},
@@ -135,7 +139,52 @@ TEST_CASE("gradcheck: matmul, views, joins and copies", "[autograd][gradcheck]")
       {"copy_ into a non-leaf", [](auto& x) { Tensor t = zeros({2, 3}, kFloat64) * 1; t.copy_(x[0]); return t * 2; },
        {input({3}, -1, 1, 96)}},
   };
-  for (const Row& r : rows) {
+}
+
+// The layer ops of tensor/nn_ops.h, small (tests/nn/test_layer_gradcheck.cpp has more shapes).
+std::vector<Row> layer_rows() {
+  return {
+      {"conv2d stride, padding, dilation, groups, bias", [](auto& x) {
+         return conv2d(x[0], x[1], x[2], {2, 1}, {1, 0}, {1, 2}, 2); },
+       {input({2, 4, 5, 6}, -1, 1, 100), input({4, 2, 3, 2}, -1, 1, 101), input({4}, -1, 1, 102)}},
+      {"max_pool2d", [](auto& x) { return std::get<0>(max_pool2d_with_indices(x[0], {2, 2}, {2, 2}, {0, 0}, {1, 1}, false)); },
+       {input({1, 2, 4, 4}, -1, 1, 103)}},
+      {"avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {3, 2}, {2, 2}, {1, 0}, true, false); },
+       {input({1, 2, 5, 4}, -1, 1, 104)}},
+      {"cross_entropy", [](auto& x) { return cross_entropy(x[0], tensor(std::vector<int64_t>{2, 0, 1})); },
+       {input({3, 4}, -2, 2, 105)}},
+      {"nll_loss", [](auto& x) { return nll_loss(x[0].log_softmax(1), tensor(std::vector<int64_t>{1, 3, 0})); },
+       {input({3, 4}, -2, 2, 106)}},
+  };
+}
+
+// Every op id the rows' graphs contain (walking grad_fn edges from the output).
+void collect_ops(const std::shared_ptr<Node>& node, std::set<OpId>& seen, std::set<const Node*>& visited) {
+  if (!node || !visited.insert(node.get()).second) return;
+  seen.insert(node->op);
+  for (const Edge& e : node->next) collect_ops(e.fn, seen, visited);
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck: unary ops", "[autograd][gradcheck]") {
+  for (const Row& r : unary_rows()) check(r);
+}
+
+TEST_CASE("gradcheck: binary ops with broadcasting and scalars", "[autograd][gradcheck]") {
+  for (const Row& r : binary_rows()) check(r);
+}
+
+TEST_CASE("gradcheck: reductions and softmax", "[autograd][gradcheck]") {
+  for (const Row& r : reduction_rows()) check(r);
+}
+
+TEST_CASE("gradcheck: layer ops", "[autograd][gradcheck]") {
+  for (const Row& r : layer_rows()) check(r);
+}
+
+TEST_CASE("gradcheck: matmul, views, joins and copies", "[autograd][gradcheck]") {
+  for (const Row& r : other_rows()) {
     if (std::string(r.name) == "to float32 and back") {
       // float32 rounding (1e-7 relative) is far above the 1e-6 finite-difference step: loosen.
       std::string why;
@@ -144,6 +193,24 @@ TEST_CASE("gradcheck: matmul, views, joins and copies", "[autograd][gradcheck]")
     }
     check(r);
   }
+}
+
+// Every differentiable op (tensor/op_list.h) appears in some gradcheck row above: a
+// new op without a row fails here.
+TEST_CASE("gradcheck covers every differentiable op id", "[autograd][gradcheck]") {
+  std::set<OpId> seen;
+  for (const auto& table : {unary_rows(), binary_rows(), reduction_rows(), other_rows(), layer_rows()})
+    for (const Row& r : table) {
+      std::set<const Node*> visited;
+      collect_ops(r.f(r.inputs).grad_fn(), seen, visited);
+    }
+  std::vector<std::string> missing;
+#define EMBER_X(Name, name, ...) \
+  if (!seen.count(OpId::Name)) missing.push_back(#Name);
+  EMBER_AUTOGRAD_OPS(EMBER_X)
+#undef EMBER_X
+  INFO("op ids no gradcheck row reaches: " << Catch::Detail::stringify(missing));
+  CHECK(missing.empty());
 }
 
 TEST_CASE("gradcheck catches a wrong gradient", "[autograd][gradcheck]") {

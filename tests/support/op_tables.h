@@ -32,6 +32,7 @@ inline const Layout kLayouts[] = {Layout::contiguous, Layout::transposed, Layout
 struct Domain {
   double flo, fhi, ilo, ihi;
   bool discrete = false;
+  double gap = 0;  // floats keep at least this distance from 0 (kinks: abs, relu)
 };
 
 inline const Domain kSigned = {-4, 4, -10, 10};     // most unary ops
@@ -39,10 +40,35 @@ inline const Domain kPositive = {0.1, 10, 1, 10};   // log, sqrt, rsqrt
 inline const Domain kWide = {-10, 10, -10, 10};     // add, sub, mul; the dividend of div
 inline const Domain kTies = {-2, 2, -3, 3, true};   // comparisons, maximum, minimum
 
+// The domains an op's row names (kernels/base/ops.def.h, `domain` columns).
+namespace domain {
+inline const Domain any_sign = kSigned;
+inline const Domain away_from_zero = {-4, 4, -10, 10, false, 0.1};
+inline const Domain positive = kPositive;
+inline const Domain wide = kWide;
+inline const Domain ties = kTies;
+inline const Domain divisor = {0.25, 4, -4, 4};  // integer zero divisors give inf/nan in float
+inline const Domain pow_base = {0.25, 3, -3, 3};
+inline const Domain pow_exponent = {-2, 2, 0, 3};
+}  // namespace domain
+
+// The dtypes an op's row names (`dtypes` column): the input dtypes PyTorch accepts.
+namespace dtypes {
+inline const std::vector<DType> all = {ember::kFloat32, ember::kFloat64, ember::kFloat16, ember::kBFloat16,
+                                       ember::kInt8,    ember::kUInt8,   ember::kInt32,   ember::kInt64,
+                                       ember::kBool};
+inline const std::vector<DType> floats = {ember::kFloat32, ember::kFloat64, ember::kFloat16, ember::kBFloat16};
+}  // namespace dtypes
+
 // n values for dtype dt from domain d.
 inline std::vector<double> draw(int64_t n, DType dt, const Domain& d, std::mt19937_64& rng) {
   if (dt == ember::kBool) return ref::random_values(n, dt, rng, 0, 1);
   if (ember::is_floating(dt)) {
+    if (d.gap > 0) {  // [flo, fhi] with (-gap, gap) pushed outwards
+      auto v = ref::random_values(n, ember::kFloat64, rng, d.flo + d.gap, d.fhi - d.gap);
+      for (auto& x : v) x = ref::cast(x < 0 ? x - d.gap : x + d.gap, dt);
+      return v;
+    }
     if (!d.discrete) return ref::random_values(n, dt, rng, d.flo, d.fhi);
     auto v = ref::random_values(n, ember::kInt64, rng, 2 * d.flo, 2 * d.fhi);
     for (auto& x : v) x /= 2;

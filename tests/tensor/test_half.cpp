@@ -149,18 +149,12 @@ std::vector<OpCase> op_cases() {
   auto unary = [&](std::string name, std::function<Tensor(const Tensor&)> f, double lo = -2, double hi = 2) {
     c.push_back({name, [f](V t) { return f(t[0]); }, {s}, lo, hi, 1});
   };
-  unary("neg", [](const Tensor& x) { return -x; });
-  unary("abs", [](const Tensor& x) { return x.abs(); });
-  unary("relu", [](const Tensor& x) { return x.relu(); });
-  unary("exp", [](const Tensor& x) { return x.exp(); });
-  unary("log", [](const Tensor& x) { return x.log(); }, 0.01, 4);
-  unary("sqrt", [](const Tensor& x) { return x.sqrt(); }, 0, 4);
-  unary("rsqrt", [](const Tensor& x) { return x.rsqrt(); }, 0.05, 4);
-  unary("sin", [](const Tensor& x) { return x.sin(); });
-  unary("cos", [](const Tensor& x) { return x.cos(); });
-  unary("tanh", [](const Tensor& x) { return x.tanh(); });
-  unary("sigmoid", [](const Tensor& x) { return x.sigmoid(); });
-  unary("gelu", [](const Tensor& x) { return x.gelu(); });
+  // Every unary op of kernels/base/ops.def.h; positive-domain ops draw from (0.05, 4].
+#define EMBER_X(Name, name, kind, saves, autocast, dom, ...)                      \
+  if (std::string(#dom) == "positive") unary(#name, [](const Tensor& x) { return x.name(); }, 0.05, 4); \
+  else unary(#name, [](const Tensor& x) { return x.name(); });
+  EMBER_UNARY_OPS(EMBER_X)
+#undef EMBER_X
   auto binary = [&](std::string name, std::function<Tensor(const Tensor&, const Tensor&)> f, Shape sb) {
     c.push_back({name, [f](V t) { return f(t[0], t[1]); }, {s, sb}, 0.1, 2, 1});
   };

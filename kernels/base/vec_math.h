@@ -3,13 +3,14 @@
 // Cephes' expf: x = n*ln2 + r with n = round(x/ln2), ln2 split in two constants
 // (Cody-Waite) so r is exact, a degree-6 polynomial for e^r on |r| <= ln2/2, and
 // 2^n built in the exponent bits. Error: within 2 ulp of the true value (tested
-// against double in tests/kernels/test_vec_math.cpp).
+// against double in tests/kernels/test_vec_math.cpp). In kernels/base because the
+// elementwise functors, shared by CPU and CUDA, use it on the CPU.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
-namespace ember::cpu {
+namespace ember {
 
 inline float exp_fast(float x) {
   constexpr float kHi = 88.72283935546875f;   // above: +inf
@@ -37,4 +38,4 @@ inline float exp_fast(float x) {
   return x != x ? x : y;  // NaN stays NaN
 }
 
-}  // namespace ember::cpu
+}  // namespace ember

@@ -1,0 +1,66 @@
+// What each op's backward rule needs besides saved tensors: one small struct per op
+// family. The op's front-end fills it when it records the node (node->attrs = ...),
+// and its rule in autograd/derivatives.cpp reads it by field name
+// (n.attrs_as<Conv2dAttrs>().groups), so forward and backward never agree on a
+// position in a list. Elementwise ops have no attributes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+namespace ember {
+
+// sum, mean, var, norm, amax, amin
+struct ReduceAttrs {
+  std::vector<int64_t> dims;  // the reduced dims, ascending
+  bool keepdim = false;
+  int64_t correction = 0;     // var: the divisor is count - correction
+  double p = 2;               // norm: the order
+};
+
+// max/min along one dim (with indices), softmax, log_softmax, cat
+struct DimAttrs {
+  int64_t dim = 0;        // wrapped to [0, ndim)
+  bool keepdim = false;   // max/min only
+};
+
+struct PermuteAttrs {
+  std::vector<int64_t> dims;  // output dim i is input dim dims[i]
+};
+
+struct SliceAttrs {
+  int64_t dim = 0, start = 0, step = 1;
+};
+
+struct SelectAttrs {
+  int64_t dim = 0, index = 0;
+};
+
+struct Conv2dAttrs {
+  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+  bool has_bias = false;
+};
+
+struct MaxPool2dAttrs {
+  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  bool ceil_mode = false;
+};
+
+struct AvgPool2dAttrs {
+  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0};
+  bool ceil_mode = false, count_include_pad = true;
+  int64_t divisor_override = 0;  // 0: none
+};
+
+// cross_entropy, nll_loss
+struct LossAttrs {
+  int64_t ignore_index = -100;
+};
+
+using OpAttrs = std::variant<std::monostate, ReduceAttrs, DimAttrs, PermuteAttrs, SliceAttrs, SelectAttrs,
+                             Conv2dAttrs, MaxPool2dAttrs, AvgPool2dAttrs, LossAttrs>;
+
+}  // namespace ember
