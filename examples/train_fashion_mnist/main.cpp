@@ -58,9 +58,9 @@ int main(int argc, char** argv) {
     }
     ember::set_num_threads(threads);
     for (auto& d : devices) {
-      if (d == "auto") d = "cpu";  // CUDA arrives with the CUDA backend; cuda::is_available() then decides
+      if (d == "auto") d = ember::cuda::is_available() ? "cuda" : "cpu";
       const ember::Device dev(d);  // validates the string
-      if (dev.is_cuda())
+      if (dev.is_cuda() && !ember::cuda::is_available())
         throw ember::DeviceError(
             "CUDA is not available: Ember was built without CUDA support or no CUDA device is present");
     }
