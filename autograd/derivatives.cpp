@@ -93,6 +93,10 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       Tensor pdf = (x * x * -0.5).exp() * 0.3989422804014327;
       return {g * (cdf + x * pdf)};
     }
+    case OpId::Softplus: {  // d/dx log(1 + e^x) = sigmoid(x); 1 above the threshold, as the forward
+      Tensor x = saved("x");
+      return {where(x > 20, g, g * x.sigmoid())};
+    }
 
     // ---- binary: a and b are the inputs, y the output ----
     case OpId::Add: return {sum_to(g, shape_of(0)), sum_to(g, shape_of(1))};

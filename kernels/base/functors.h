@@ -99,6 +99,13 @@ struct gelu {
     return T(0.5) * x * (T(1) + math::erf(x * T(0.70710678118654752440)));
   }
 };
+// PyTorch's defaults (beta 1, threshold 20): log(1 + e^x), and x itself above 20,
+// where log1p(e^x) equals x to double precision.
+struct softplus {
+  template <class T> EMBER_HOST_DEVICE T operator()(T x) const {
+    return x > T(20) ? x : math::log1p(math::exp(x));
+  }
+};
 
 // ---- binary. On bool, add/mul/maximum/minimum act as or/and/or/and through the
 // integer promotion and the cast back. ----

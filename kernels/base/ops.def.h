@@ -30,7 +30,8 @@
   X(Cos, cos, floating, input, keep, any_sign, all)                         \
   X(Tanh, tanh, floating, output, keep, any_sign, all)                      \
   X(Sigmoid, sigmoid, floating, output, keep, any_sign, all)                \
-  X(Gelu, gelu, floating, input, keep, any_sign, floats)
+  X(Gelu, gelu, floating, input, keep, any_sign, floats)                    \
+  X(Softplus, softplus, floating, input, fp32, any_sign, floats)
 
 // Binary rows: X(Name, name, kind, saves, autocast, domain of a, domain of b)
 //   kind     : arith   - the result has the promoted dtype
