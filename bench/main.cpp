@@ -52,9 +52,11 @@ constexpr const char* kDeviceHelp = R"(Devices:
   every CPU suite).
   --device cuda runs the CUDA suites, whose names start with cuda_: cuda_memory
   (copy floor, elementwise, conversion, sums), cuda_softmax, cuda_gemm (native vs
-  cuBLAS), cuda_conv (native vs cuDNN), cuda_train (one epoch, CUDA vs CPU). Without
-  --suite (or with 'all') it runs all of them, on the current device (set
-  CUDA_VISIBLE_DEVICES to choose). Naming a cuda_* suite implies --device cuda.
+  cuBLAS), cuda_gemm-ladder (the GEMM ladder's CUDA rungs), cuda_conv (native vs
+  cuDNN), cuda_train (one epoch, CUDA vs CPU). Without --suite (or with 'all') it
+  runs all of them, on the current device (set CUDA_VISIBLE_DEVICES to choose).
+  Naming a cuda_* suite implies --device cuda; with --device cuda, a name without
+  the prefix means its cuda_ twin (--suite gemm-ladder runs cuda_gemm-ladder).
   CUDA floors (measured at the start of the run): a 256 MiB device-to-device copy
   (GB/s, read + write), a float32 FMA loop (TFLOP/s) and cuBLAS at 8192^3 per dtype.
   An ember-bench built without CUDA, or a machine with no usable GPU, makes
@@ -118,6 +120,12 @@ int main(int argc, char** argv) {
   if (device_opt->count() == 0 && is_cuda_suite(suite_name)) opt.device = "cuda";
   const bool cuda = opt.device == "cuda";
   if (cuda && suite_name.empty()) suite_name = "all";
+  // With --device cuda, a CPU suite's name stands for its CUDA twin cuda_NAME where
+  // there is one (`--device cuda --suite gemm-ladder` runs cuda_gemm-ladder).
+  if (cuda && suite_name != "all" && !is_cuda_suite(suite_name)) {
+    for (const auto& s : all)
+      if (s.name == "cuda_" + suite_name) suite_name = s.name;
+  }
   if (cuda) {
 #if EMBER_HAVE_CUDA
     std::string why;
