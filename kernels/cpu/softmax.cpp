@@ -140,7 +140,7 @@ void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* 
 }  // namespace
 
 void softmax(DType dt, int64_t outer, int64_t dim, int64_t inner, const void* in, void* out, bool log) {
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "softmax", "cpu", [&]<class T>() {
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
     if (inner == 1) softmax_lastdim<T>(outer, dim, x, y, log);

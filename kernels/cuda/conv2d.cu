@@ -207,7 +207,7 @@ void conv2d_bias_grad(DType dt, const Conv2dShape& s, const void* grad_y, void* 
                       cudaStream_t stream) {
   check_dtype(dt, "conv2d_backward_weight");
   if (s.c_out <= 0) return;
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "conv2d_backward_weight", "cuda", [&]<class T>() {
     bias_grad_kernel<T><<<unsigned(s.c_out), kBlockThreads, 0, stream>>>(
         s.n, s.c_out, s.h_out * s.w_out, static_cast<const T*>(grad_y), static_cast<T*>(grad_bias));
     EMBER_CUDA_CHECK_LAUNCH();
@@ -237,7 +237,7 @@ void conv2d_forward_native(DType dt, const Conv2dShape& s, const void* x, const 
   const size_t es = dtype_size(dt);
   const int64_t chunk = chunk_for(d.CK * d.P * int64_t(es), s.n);
   ScratchBuffer col(size_t(chunk * d.CK * d.P) * es, current_device_index(), stream);
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "conv2d_forward", "cuda", [&]<class T>() {
     for (int64_t b0 = 0; b0 < s.n; b0 += chunk) {
       const int64_t nb = std::min(chunk, s.n - b0);
       const T* xb = static_cast<const T*>(x) + b0 * d.x_img;
@@ -265,7 +265,7 @@ void conv2d_backward_input_native(DType dt, const Conv2dShape& s, const void* gr
   }
   const int64_t chunk = chunk_for(d.CK * d.P * int64_t(es), s.n);
   ScratchBuffer dcol(size_t(chunk * d.CK * d.P) * es, current_device_index(), stream);
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "conv2d_backward_input", "cuda", [&]<class T>() {
     for (int64_t b0 = 0; b0 < s.n; b0 += chunk) {
       const int64_t nb = std::min(chunk, s.n - b0);
       // W_g^T is W_g read through swapped strides: row kk of it is column kk of W_g.
@@ -293,7 +293,7 @@ void conv2d_backward_weight_native(DType dt, const Conv2dShape& s, const void* g
   const int64_t chunk = chunk_for((d.CK + s.c_out) * d.P * int64_t(es), s.n);
   ScratchBuffer col(size_t(chunk * d.CK * d.P) * es, current_device_index(), stream);
   ScratchBuffer gyt(size_t(chunk * s.c_out * d.P) * es, current_device_index(), stream);
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "conv2d_backward_weight", "cuda", [&]<class T>() {
     for (int64_t b0 = 0; b0 < s.n; b0 += chunk) {
       const int64_t nb = std::min(chunk, s.n - b0), span = nb * d.P;
       launch_1d(nb * d.CK * d.P, stream, im2col_kernel<T>, s, nb, true,
