@@ -4,6 +4,9 @@
 // stops the build instead of falling through at run time.
 #pragma once
 
+#include <string>
+
+#include "kernels/base/error.h"
 #include "kernels/base/scalar.h"
 
 namespace ember {
@@ -18,9 +21,11 @@ decltype(auto) dispatch(DType dt, F&& f) {
   __builtin_unreachable();
 }
 
-// Only the four floating types (half types included).
+// Only the four floating types (half types included). Any other dtype throws
+// NotImplementedError("{op}: no kernel for device {device} and dtype {dtype}"): the
+// front-ends filter dtypes first, but a kernel called directly must not run on.
 template <class F>
-decltype(auto) dispatch_floating(DType dt, F&& f) {
+decltype(auto) dispatch_floating(DType dt, const char* op, const char* device, F&& f) {
   switch (dt) {
     case DType::Float32: return f.template operator()<float>();
     case DType::Float64: return f.template operator()<double>();
@@ -29,7 +34,8 @@ decltype(auto) dispatch_floating(DType dt, F&& f) {
     case DType::Int8: case DType::UInt8: case DType::Int32: case DType::Int64: case DType::Bool:
       break;
   }
-  __builtin_unreachable();
+  throw NotImplementedError(std::string(op) + ": no kernel for device " + device + " and dtype " +
+                            dtype_name(dt));
 }
 
 }  // namespace ember

@@ -38,10 +38,7 @@ void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y,
 void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
                             void* grad_weight, void* grad_bias);
 
-// Makes later stride-1 convolutions use the kernels compiled for the named
-// instruction set ("avx512", "avx2", "sse", or "auto" for the best this CPU runs),
-// so that tests can cover each on one machine. Returns false, changing nothing,
-// when this CPU cannot run that set. Not thread-safe: call it while no conv2d runs.
-bool conv2d_set_kernels(const char* isa);
+// The stride-1 kernels run compiled for the active instruction set (cpu::set_isa in
+// kernels/cpu/isa.h picks another, for tests).
 
 }  // namespace ember::cpu

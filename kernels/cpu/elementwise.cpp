@@ -292,7 +292,7 @@ int random_words_per_element(DType dt) { return dt == DType::Float64 ? 2 : 1; }
 
 void fill_uniform(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset,
                   double low, double high) {
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "fill_uniform", "cpu", [&]<class T>() {
     T* p = static_cast<T*>(data);
     parallel_range(numel, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
@@ -319,7 +319,7 @@ void fill_uniform(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t o
 // for odd ones. Two elements per counter: two words each.
 void fill_normal(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset,
                  double mean, double stddev) {
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "fill_normal", "cpu", [&]<class T>() {
     T* p = static_cast<T*>(data);
     parallel_range(numel, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {

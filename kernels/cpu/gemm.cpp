@@ -15,11 +15,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "kernels/cpu/gemm_kernel.h"
+#include "kernels/cpu/isa.h"
 
 namespace ember::cpu {
 namespace gemm_detail {
@@ -142,26 +142,18 @@ void run_team(int nt, bool measure_cpu, Body&& body, Alone&& alone) {
   team_health.record(last_start - t0, region, ran, measure_cpu ? wall : 0);
 }
 
-const GemmKernelSet* detect() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    if (const GemmKernelSet* s = gemm_kernels_avx512()) return s;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    if (const GemmKernelSet* s = gemm_kernels_avx2()) return s;
-#endif
-  return gemm_kernels_generic();
-}
-
-const GemmKernelSet*& active() {
-  static const GemmKernelSet* set = detect();
-  return set;
+// The kernel set of the active instruction set (see isa.h).
+const GemmKernelSet& kernels() {
+  static const PerIsa<GemmKernelSet> tables(
+      gemm_kernels_generic(), gemm_kernels_avx2(),
+      gemm_kernels_avx512(), nullptr);
+  return tables.pick();
 }
 
 template <class T>
 const GemmKernel<T>& kernel_for() {
-  if constexpr (sizeof(T) == 4) return active()->f32;
-  else return active()->f64;
+  if constexpr (sizeof(T) == 4) return kernels().f32;
+  else return kernels().f64;
 }
 
 int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
@@ -418,22 +410,6 @@ void gemm_batched_impl(int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, 
 
 }  // namespace
 
-bool set_gemm_kernel(const char* name) {
-  const GemmKernelSet* want = nullptr;
-  const std::string_view s = name ? name : "";
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (s == "avx512" && __builtin_cpu_supports("avx512f")) want = gemm_kernels_avx512();
-  if (s == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    want = gemm_kernels_avx2();
-#endif
-  if (s == "generic") want = gemm_kernels_generic();
-  if (s == "auto") want = detect();
-  if (!want) return false;
-  active() = want;
-  return true;
-}
-
 void set_gemm_thread_backoff(bool enabled) { team_health.enable(enabled); }
 
 }  // namespace gemm_detail
@@ -466,6 +442,6 @@ void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, double alpha, 
                                  beta, c, c_bs, c_rs, c_cs);
 }
 
-const char* gemm_kernel_name() { return gemm_detail::active()->f32.name; }
+const char* gemm_kernel_name() { return gemm_detail::kernels().f32.name; }
 
 }  // namespace ember::cpu

@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string_view>
 
 #include "kernels/cpu/gemm_int8_kernel.h"
+#include "kernels/cpu/isa.h"
 
 namespace ember::cpu {
 namespace gemm_int8_detail {
@@ -60,24 +60,18 @@ void panel_generic(int64_t rows, int64_t ncols, int64_t kp, const uint8_t* a, in
 
 constexpr Int8Kernel kGeneric{"generic", panel_generic};
 
-const Int8Kernel* detect() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
-    if (const Int8Kernel* k = int8_kernel_vnni512()) return k;
-#endif
-  return &kGeneric;
-}
-
-const Int8Kernel*& active() {
-  static const Int8Kernel* kernel = detect();
-  return kernel;
+// The panel kernel of the active instruction set (see isa.h): VNNI or the plain loop.
+const Int8Kernel& kernel() {
+  static const PerIsa<Int8Kernel> tables(
+      &kGeneric, nullptr,
+      nullptr, int8_kernel_vnni512());
+  return tables.pick();
 }
 
 void run(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_w,
          const Int8Epilogue* ep, void* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
-  const Int8Kernel& K = *active();
+  const Int8Kernel& K = kernel();
   const int64_t kp = int8_padded_k(k);
   const int64_t panels = (n + kInt8PanelCols - 1) / kInt8PanelCols;
   // Equal row blocks of at most ~kRowBlockBytes of A each: 64 rows of 4096 bytes are
@@ -142,22 +136,6 @@ void gemm_int8_s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t ld
   gemm_int8_detail::run(m, n, k, a, lda, packed_w, nullptr, c, ldc);
 }
 
-const char* gemm_int8_kernel_name() { return gemm_int8_detail::active()->name; }
-
-bool set_gemm_int8_kernel(const char* name) {
-  using namespace gemm_int8_detail;
-  const std::string_view s = name ? name : "";
-  const Int8Kernel* want = nullptr;
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (s == "vnni512" && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
-    want = int8_kernel_vnni512();
-#endif
-  if (s == "generic") want = &kGeneric;
-  if (s == "auto") want = detect();
-  if (!want) return false;
-  active() = want;
-  return true;
-}
+const char* gemm_int8_kernel_name() { return gemm_int8_detail::kernel().name; }
 
 }  // namespace ember::cpu

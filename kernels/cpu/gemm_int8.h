@@ -50,11 +50,8 @@ void gemm_int8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, c
 void gemm_int8_s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_w,
                    int32_t* c, int64_t ldc);
 
-// "vnni512" or "generic": the kernel later calls use.
+// "vnni512" or "generic": the kernel later calls use (the avx512_vnni level or any
+// other; cpu::set_isa in kernels/cpu/isa.h lowers it for tests).
 const char* gemm_int8_kernel_name();
-// Forces a kernel ("vnni512", "generic", or "auto" for the run-time choice), so tests
-// cover both on one machine. False, changing nothing, when the CPU cannot run it.
-// Not thread-safe: call it while no gemm_int8 runs.
-bool set_gemm_int8_kernel(const char* name);
 
 }  // namespace ember::cpu

@@ -4,25 +4,18 @@
 // int16, which is why PyTorch's fbgemm narrows activations to 7 bits: not needed here).
 // A micro-tile is R <= 10 rows x 32 channels: 20 zmm accumulators, two for the B
 // group, one for the broadcast 4 bytes of A. (12 rows fit the 32 registers too, but
-// measured slower on Zen 5: 2.8 against 3.2 ms for 64 x 4096 x 4096 on one core.) Compiled for VNNI by a target pragma;
-// gemm_int8.cpp calls it only when the CPU reports avx512vnni.
+// measured slower on Zen 5: 2.8 against 3.2 ms for 64 x 4096 x 4096 on one core.)
+// Compiled for the avx512_vnni level (isa.h); gemm_int8.cpp uses it only when that
+// level is active.
 #include "kernels/cpu/gemm_int8_kernel.h"
+#include "kernels/cpu/isa.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <cstring>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
-// GCC 12's _mm512_setzero_si512 seeds its result with a self-initialized vector,
-// which -Wmaybe-uninitialized reports at -O3 (GCC PR 105593), as in gemm_kernel_avx512.cpp.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+EMBER_ISA_BEGIN(EMBER_TARGET_AVX512_VNNI)
 
 namespace ember::cpu::gemm_int8_detail {
 namespace {
@@ -105,12 +98,7 @@ const Int8Kernel* int8_kernel_vnni512() { return &kKernel; }
 
 }  // namespace ember::cpu::gemm_int8_detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#endif
+EMBER_ISA_END
 
 #else
 

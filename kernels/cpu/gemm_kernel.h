@@ -1,6 +1,6 @@
 // The instruction-set-specific half of the CPU GEMM: packing routines and the
 // macro-kernel over packed blocks, bundled in a table per instruction set. gemm.cpp
-// owns the cache blocking and threads and picks one table at run time.
+// owns the cache blocking and threads and picks one table at run time (isa.h).
 #pragma once
 
 #include <cstdint>
@@ -32,17 +32,11 @@ struct GemmKernelSet {
   GemmKernel<double> f64;
 };
 
-// Each returns nullptr when this build cannot emit that instruction set; the caller
-// still checks the running CPU before using one.
+// Each returns nullptr when this build cannot emit that instruction set; gemm.cpp
+// uses one only at or below the active level (isa.h).
 const GemmKernelSet* gemm_kernels_avx512();
 const GemmKernelSet* gemm_kernels_avx2();
 const GemmKernelSet* gemm_kernels_generic();
-
-// Makes every later gemm use the named kernel set ("avx512", "avx2", "generic", or
-// "auto" for the run-time choice), so tests can cover each variant on one machine.
-// Returns false, changing nothing, when this CPU or build cannot run that set.
-// Not thread-safe: call it while no gemm runs.
-bool set_gemm_kernel(const char* name);
 
 // Turns off (or back on) the fallback to one thread that gemm takes for a while
 // after a thread team failed to run together (see TeamHealth in gemm.cpp), so that

@@ -1,18 +1,13 @@
 // GEMM kernels for AVX2+FMA CPUs: a 6x16 float tile and a 6x8 double tile, twelve
-// ymm accumulators plus the B row within the 16 ymm registers. Compiled for AVX2 by
-// a target pragma; gemm.cpp calls it only when the CPU reports avx2 and fma.
+// ymm accumulators plus the B row within the 16 ymm registers. Compiled for the avx2
+// level (isa.h); gemm.cpp uses it only when that level is active.
 #include "kernels/cpu/gemm_kernel.h"
+#include "kernels/cpu/isa.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-// Everything up to the matching pop is compiled for AVX2, templates included.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+EMBER_ISA_BEGIN(EMBER_TARGET_AVX2)
 #include "kernels/cpu/gemm_kernel_impl.h"
 
 namespace ember::cpu::gemm_detail {
@@ -57,11 +52,7 @@ const GemmKernelSet* gemm_kernels_avx2() { return &kSet; }
 
 }  // namespace ember::cpu::gemm_detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+EMBER_ISA_END
 
 #else
 

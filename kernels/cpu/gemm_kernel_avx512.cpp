@@ -1,22 +1,13 @@
 // GEMM kernels for AVX-512 CPUs: a 14x32 float tile (28 of the 32 zmm registers
 // accumulate, two hold the B row) and a 14x16 double tile. The file is compiled for
-// AVX-512 by a target pragma; gemm.cpp calls it only when the CPU reports avx512f.
+// the avx512 level (isa.h); gemm.cpp uses it only when that level is active.
 #include "kernels/cpu/gemm_kernel.h"
+#include "kernels/cpu/isa.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-// Everything up to the matching pop is compiled for AVX-512, templates included.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")
-// GCC 12's AVX-512 shuffle intrinsics seed their result with a self-initialized
-// "undefined" vector, which -Wmaybe-uninitialized reports at -O3 (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/gemm_kernel_impl.h"
 
 namespace ember::cpu::gemm_detail {
@@ -102,12 +93,7 @@ const GemmKernelSet* gemm_kernels_avx512() { return &kSet; }
 
 }  // namespace ember::cpu::gemm_detail
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#endif
+EMBER_ISA_END
 
 #else
 

@@ -21,7 +21,8 @@ void load_to_float(const BFloat16* src, float* dst, int64_t n);
 void store_from_float(const float* src, Half* dst, int64_t n);
 void store_from_float(const float* src, BFloat16* dst, int64_t n);
 
-// Which float16 path this CPU took: "avx512", "f16c" or "portable" (for the benchmark notes).
+// Which table the conversions use now: "avx512", "avx2" or "generic" (for the
+// benchmark notes).
 const char* half_conversion_path();
 
 }  // namespace ember::cpu

@@ -10,7 +10,7 @@
 namespace ember::cpu {
 
 void sgd_step(DType dt, int64_t n, void* param, const void* grad, void* momentum_buffer, const SgdParams& h) {
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "sgd_step", "cpu", [&]<class T>() {
     using A = acc_t<T>;
     T* p = static_cast<T*>(param);
     const T* g = static_cast<const T*>(grad);
@@ -32,7 +32,7 @@ void sgd_step(DType dt, int64_t n, void* param, const void* grad, void* momentum
 
 void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg, void* exp_avg_sq,
                void* max_exp_avg_sq, const AdamParams& h) {
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "adam_step", "cpu", [&]<class T>() {
     using A = acc_t<T>;
     T* p = static_cast<T*>(param);
     const T* g = static_cast<const T*>(grad);

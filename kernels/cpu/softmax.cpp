@@ -13,6 +13,8 @@
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/half_vec.h"
 #include "kernels/base/vec_math.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/softmax_row.h"
 
 namespace ember::cpu {
 namespace {
@@ -26,42 +28,13 @@ inline A exp_of(A x) {
   else return std::exp(x);
 }
 
-// One float32 row. Max and sum run in 16 independent lanes so the loops vectorize
-// (a single running sum would be a dependency chain the compiler must keep in
-// order); target_clones builds AVX-512, AVX2 and baseline copies picked at load time.
-__attribute__((target_clones("avx512f", "avx2", "default")))
+// The float32 row kernel of the active instruction set (softmax_row.h).
 void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
-  constexpr int L = 16;
-  float lane[L];
-  for (int l = 0; l < L; ++l) lane[l] = -std::numeric_limits<float>::infinity();
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) lane[l] = x[i + l] > lane[l] ? x[i + l] : lane[l];
-  float m = -std::numeric_limits<float>::infinity();
-  for (int l = 0; l < L; ++l) m = lane[l] > m ? lane[l] : m;
-  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  if (m == -std::numeric_limits<float>::infinity()) m = 0;  // an all -inf row: exp gives 0s, 0/0 gives NaN as in PyTorch
-  for (int l = 0; l < L; ++l) lane[l] = 0;
-  for (i = 0; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) {
-      const float e = exp_fast(x[i + l] - m);
-      if (!log) y[i + l] = e;
-      lane[l] += e;
-    }
-  float s = 0;
-  for (int l = 0; l < L; ++l) s += lane[l];
-  for (; i < n; ++i) {
-    const float e = exp_fast(x[i] - m);
-    if (!log) y[i] = e;
-    s += e;
-  }
-  if (log) {
-    const float shift = m + std::log(s);
-    for (i = 0; i < n; ++i) y[i] = x[i] - shift;
-  } else {
-    const float inv = 1.0f / s;
-    for (i = 0; i < n; ++i) y[i] *= inv;
-  }
+  using namespace softmax_detail;
+  static const PerIsa<SoftmaxRowKernels> tables(
+      softmax_row_kernels_generic(), softmax_row_kernels_avx2(),
+      softmax_row_kernels_avx512(), nullptr);
+  tables.pick().row_f32(x, y, n, log);
 }
 
 template <class T>
@@ -140,7 +113,7 @@ void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* 
 }  // namespace
 
 void softmax(DType dt, int64_t outer, int64_t dim, int64_t inner, const void* in, void* out, bool log) {
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "softmax", "cpu", [&]<class T>() {
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
     if (inner == 1) softmax_lastdim<T>(outer, dim, x, y, log);

@@ -33,19 +33,6 @@ namespace {
 
 constexpr int64_t kMaxColumnBytes = int64_t(256) << 20;
 
-struct Dims {
-  int64_t P, G, cig, cog, K, CK, x_img, y_img;
-  explicit Dims(const Conv2dShape& s)
-      : P(s.h_out * s.w_out),
-        G(s.groups),
-        cig(s.c_in / s.groups),
-        cog(s.c_out / s.groups),
-        K(s.c_in / s.groups * s.kh * s.kw),
-        CK(s.c_in * s.kh * s.kw),
-        x_img(s.c_in * s.h * s.w),
-        y_img(s.c_out * s.h_out * s.w_out) {}
-};
-
 // Columns of images [0, nb) of x: col[b][row][p] (rows_outer false) or
 // col[row][b][p] (rows_outer true), row = (ci*kh + ky)*kw + kx.
 template <class T>
@@ -207,7 +194,7 @@ void conv2d_bias_grad(DType dt, const Conv2dShape& s, const void* grad_y, void* 
                       cudaStream_t stream) {
   check_dtype(dt, "conv2d_backward_weight");
   if (s.c_out <= 0) return;
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "conv2d_backward_weight", "cuda", [&]<class T>() {
     bias_grad_kernel<T><<<unsigned(s.c_out), kBlockThreads, 0, stream>>>(
         s.n, s.c_out, s.h_out * s.w_out, static_cast<const T*>(grad_y), static_cast<T*>(grad_bias));
     EMBER_CUDA_CHECK_LAUNCH();
@@ -232,12 +219,12 @@ void conv2d_add_bias_round(DType dt, const Conv2dShape& s, const float* acc, con
 void conv2d_forward_native(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                            const void* bias, void* y, cudaStream_t stream) {
   check_dtype(dt, "conv2d_forward");
-  const Dims d(s);
+  const Conv2dDims d(s);
   if (s.n <= 0 || d.P <= 0 || s.c_out <= 0) return;
   const size_t es = dtype_size(dt);
   const int64_t chunk = chunk_for(d.CK * d.P * int64_t(es), s.n);
   ScratchBuffer col(size_t(chunk * d.CK * d.P) * es, current_device_index(), stream);
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "conv2d_forward", "cuda", [&]<class T>() {
     for (int64_t b0 = 0; b0 < s.n; b0 += chunk) {
       const int64_t nb = std::min(chunk, s.n - b0);
       const T* xb = static_cast<const T*>(x) + b0 * d.x_img;
@@ -256,7 +243,7 @@ void conv2d_forward_native(DType dt, const Conv2dShape& s, const void* x, const 
 void conv2d_backward_input_native(DType dt, const Conv2dShape& s, const void* grad_y,
                                   const void* weight, void* grad_x, cudaStream_t stream) {
   check_dtype(dt, "conv2d_backward_input");
-  const Dims d(s);
+  const Conv2dDims d(s);
   if (s.n <= 0 || d.x_img <= 0) return;
   const size_t es = dtype_size(dt);
   if (d.P <= 0 || s.c_out <= 0) {  // no output reaches any input: the gradient is zero
@@ -265,7 +252,7 @@ void conv2d_backward_input_native(DType dt, const Conv2dShape& s, const void* gr
   }
   const int64_t chunk = chunk_for(d.CK * d.P * int64_t(es), s.n);
   ScratchBuffer dcol(size_t(chunk * d.CK * d.P) * es, current_device_index(), stream);
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "conv2d_backward_input", "cuda", [&]<class T>() {
     for (int64_t b0 = 0; b0 < s.n; b0 += chunk) {
       const int64_t nb = std::min(chunk, s.n - b0);
       // W_g^T is W_g read through swapped strides: row kk of it is column kk of W_g.
@@ -282,7 +269,7 @@ void conv2d_backward_weight_native(DType dt, const Conv2dShape& s, const void* g
                                    const void* x, void* grad_weight, void* grad_bias,
                                    cudaStream_t stream) {
   check_dtype(dt, "conv2d_backward_weight");
-  const Dims d(s);
+  const Conv2dDims d(s);
   const size_t es = dtype_size(dt);
   if (grad_bias) conv2d_bias_grad(dt, s, grad_y, grad_bias, stream);  // zeros when n*P == 0
   if (s.c_out <= 0 || d.K <= 0) return;
@@ -293,7 +280,7 @@ void conv2d_backward_weight_native(DType dt, const Conv2dShape& s, const void* g
   const int64_t chunk = chunk_for((d.CK + s.c_out) * d.P * int64_t(es), s.n);
   ScratchBuffer col(size_t(chunk * d.CK * d.P) * es, current_device_index(), stream);
   ScratchBuffer gyt(size_t(chunk * s.c_out * d.P) * es, current_device_index(), stream);
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "conv2d_backward_weight", "cuda", [&]<class T>() {
     for (int64_t b0 = 0; b0 < s.n; b0 += chunk) {
       const int64_t nb = std::min(chunk, s.n - b0), span = nb * d.P;
       launch_1d(nb * d.CK * d.P, stream, im2col_kernel<T>, s, nb, true,

@@ -599,7 +599,7 @@ int random_words_per_element(DType dt) { return dt == DType::Float64 ? 2 : 1; }
 void fill_uniform(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset, double low, double high,
                   cudaStream_t stream) {
   if (!is_floating(dt)) unsupported("fill_uniform", "uniform", dt);
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "fill_uniform", "cuda", [&]<class T>() {
     launch_1d(numel, stream, uniform_kernel<T>, static_cast<T*>(data), numel, seed, offset, low, high);
   });
 }
@@ -607,7 +607,7 @@ void fill_uniform(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t o
 void fill_normal(DType dt, void* data, int64_t numel, uint64_t seed, uint64_t offset, double mean, double stddev,
                  cudaStream_t stream) {
   if (!is_floating(dt)) unsupported("fill_normal", "normal", dt);
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "fill_normal", "cuda", [&]<class T>() {
     launch_1d(numel, stream, normal_kernel<T>, static_cast<T*>(data), numel, seed, offset, mean, stddev);
   });
 }

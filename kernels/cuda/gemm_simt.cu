@@ -314,7 +314,7 @@ void gemm_scale_c(DType dt, int64_t batch, int64_t m, int64_t n, double beta,
   if (!is_floating(dt))
     throw NotImplementedError(std::string("gemm: not implemented for dtype ") + dtype_name(dt) +
                               " on cuda");
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "gemm_scale_c", "cuda", [&]<class T>() {
     launch_1d(batch * m * n, stream, scale_c_kernel<T>, batch * m * n, m, n,
               static_cast<acc_t<T>>(beta), static_cast<T*>(c), c_bs, c_rs, c_cs);
   });

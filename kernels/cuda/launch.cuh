@@ -40,10 +40,5 @@ __device__ __forceinline__ T warp_sum(T v) {
   for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-template <class T>
-__device__ __forceinline__ T warp_max(T v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
 
 }  // namespace ember::cuda

@@ -23,15 +23,17 @@
 #include <string>
 
 #include "kernels/base/error.h"
+#include "kernels/base/window.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace ember::cuda {
 namespace {
 
-// The shape in the index type of the kernels.
+// The shape in the index type of the kernels, with Pool2dShape's field names so that
+// kernels/base/window.h's windows take it.
 template <class Idx>
 struct Geometry {
-  Idx planes, h, w, h_out, w_out, kh, kw, sh, sw, ph, pw, dh, dw;
+  Idx planes, h, w, h_out, w_out, kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
   int64_t divisor_override;
   bool count_include_pad;
 };
@@ -66,8 +68,6 @@ bool fits_int32(const Pool2dShape& s) {
 
 template <class Idx>
 __device__ __forceinline__ Idx min_of(Idx a, Idx b) { return a < b ? a : b; }
-template <class Idx>
-__device__ __forceinline__ Idx max_of(Idx a, Idx b) { return a > b ? a : b; }
 
 // ceil(num / d) for d > 0, clamped below at 0 (num may be negative).
 template <class Idx>
@@ -84,19 +84,14 @@ __global__ void max_forward_kernel(Geometry<Idx> g, const T* __restrict__ x, T* 
   for (Idx e = Idx(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
     const Idx plane = e / out_plane, o = e - plane * out_plane;
     const Idx oy = o / g.w_out, ox = o - oy * g.w_out;
-    Idx y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
-    const Idx y1 = min_of(y0 + (g.kh - 1) * g.dh + 1, g.h);
-    const Idx x1 = min_of(x0 + (g.kw - 1) * g.dw + 1, g.w);
-    // The first row (column) of the dilated window inside the input.
-    if (y0 < 0) y0 += (-y0 + g.dh - 1) / g.dh * g.dh;
-    if (x0 < 0) x0 += (-x0 + g.dw - 1) / g.dw * g.dw;
+    const MaxWindow<Idx> win = max_window(g, oy, ox);
     const T* xp = x + plane * in_plane;
     // As on the CPU: start from -inf at the first in-bounds element, so a window of
     // -inf (or an empty one) reports that element; a NaN always replaces.
     T m = -static_cast<T>(INFINITY);
-    Idx k = y0 * g.w + x0;
-    for (Idx iy = y0; iy < y1; iy += g.dh)
-      for (Idx ix = x0; ix < x1; ix += g.dw) {
+    Idx k = win.y0 * g.w + win.x0;
+    for (Idx iy = win.y0; iy < win.y1; iy += g.dil_h)
+      for (Idx ix = win.x0; ix < win.x1; ix += g.dil_w) {
         const T v = xp[iy * g.w + ix];
         if (v > m || v != v) {
           m = v;
@@ -119,17 +114,17 @@ __global__ void max_backward_gather_kernel(Geometry<Idx> g, const T* __restrict_
   for (Idx e = Idx(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
     const Idx plane = e / in_plane, k = e - plane * in_plane;
     const Idx iy = k / g.w, ix = k - iy * g.w;
-    const Idx oy0 = ceil_div_nonneg(iy + g.ph - (g.kh - 1) * g.dh, g.sh);
-    const Idx oy1 = min_of((iy + g.ph) / g.sh, g.h_out - 1);
-    const Idx ox0 = ceil_div_nonneg(ix + g.pw - (g.kw - 1) * g.dw, g.sw);
-    const Idx ox1 = min_of((ix + g.pw) / g.sw, g.w_out - 1);
+    const Idx oy0 = ceil_div_nonneg(iy + g.pad_h - (g.kh - 1) * g.dil_h, g.stride_h);
+    const Idx oy1 = min_of((iy + g.pad_h) / g.stride_h, g.h_out - 1);
+    const Idx ox0 = ceil_div_nonneg(ix + g.pad_w - (g.kw - 1) * g.dil_w, g.stride_w);
+    const Idx ox1 = min_of((ix + g.pad_w) / g.stride_w, g.w_out - 1);
     const T* gp = gy + plane * out_plane;
     const int64_t* ip = ind + plane * out_plane;
     T acc = 0;
     for (Idx oy = oy0; oy <= oy1; ++oy) {
-      if (g.dh > 1 && (iy + g.ph - oy * g.sh) % g.dh != 0) continue;
+      if (g.dil_h > 1 && (iy + g.pad_h - oy * g.stride_h) % g.dil_h != 0) continue;
       for (Idx ox = ox0; ox <= ox1; ++ox) {
-        if (g.dw > 1 && (ix + g.pw - ox * g.sw) % g.dw != 0) continue;
+        if (g.dil_w > 1 && (ix + g.pad_w - ox * g.stride_w) % g.dil_w != 0) continue;
         const Idx o = oy * g.w_out + ox;
         if (ip[o] == static_cast<int64_t>(k)) acc += gp[o];
       }
@@ -154,31 +149,6 @@ __global__ void max_backward_scatter_kernel(Geometry<Idx> g, const T* __restrict
   }
 }
 
-// One window of average pooling: its bounds clipped to the input, and its divisor.
-template <class Idx>
-struct AvgWindow {
-  Idx y0, y1, x0, x1;
-  int64_t divisor;
-};
-
-template <class Idx>
-__device__ __forceinline__ AvgWindow<Idx> avg_window(const Geometry<Idx>& g, Idx oy, Idx ox) {
-  AvgWindow<Idx> a;
-  a.y0 = oy * g.sh - g.ph;
-  a.x0 = ox * g.sw - g.pw;
-  a.y1 = min_of(a.y0 + g.kh, g.h + g.ph);
-  a.x1 = min_of(a.x0 + g.kw, g.w + g.pw);
-  const int64_t padded = int64_t(a.y1 - a.y0) * int64_t(a.x1 - a.x0);
-  a.y0 = max_of(a.y0, Idx(0));
-  a.x0 = max_of(a.x0, Idx(0));
-  a.y1 = min_of(a.y1, g.h);
-  a.x1 = min_of(a.x1, g.w);
-  a.divisor = g.divisor_override != 0 ? g.divisor_override
-              : g.count_include_pad   ? padded
-                                      : int64_t(a.y1 - a.y0) * int64_t(a.x1 - a.x0);
-  return a;
-}
-
 template <class T, class Idx>
 __global__ void avg_forward_kernel(Geometry<Idx> g, const T* __restrict__ x,
                                    T* __restrict__ y) {
@@ -193,8 +163,7 @@ __global__ void avg_forward_kernel(Geometry<Idx> g, const T* __restrict__ x,
     T sum = 0;
     for (Idx iy = a.y0; iy < a.y1; ++iy)
       for (Idx ix = a.x0; ix < a.x1; ++ix) sum += xp[iy * g.w + ix];
-    const bool empty = a.y0 >= a.y1 || a.x0 >= a.x1;
-    y[e] = empty ? T(0) : sum / static_cast<T>(a.divisor);
+    y[e] = a.empty() ? T(0) : sum / static_cast<T>(a.divisor);
   }
 }
 
@@ -208,10 +177,10 @@ __global__ void avg_backward_kernel(Geometry<Idx> g, const T* __restrict__ gy,
     const Idx plane = e / in_plane, k = e - plane * in_plane;
     const Idx iy = k / g.w, ix = k - iy * g.w;
     // Windows are undilated here: row oy covers [oy*sh - ph, oy*sh - ph + kh).
-    const Idx oy0 = ceil_div_nonneg(iy + g.ph - g.kh + 1, g.sh);
-    const Idx oy1 = min_of((iy + g.ph) / g.sh, g.h_out - 1);
-    const Idx ox0 = ceil_div_nonneg(ix + g.pw - g.kw + 1, g.sw);
-    const Idx ox1 = min_of((ix + g.pw) / g.sw, g.w_out - 1);
+    const Idx oy0 = ceil_div_nonneg(iy + g.pad_h - g.kh + 1, g.stride_h);
+    const Idx oy1 = min_of((iy + g.pad_h) / g.stride_h, g.h_out - 1);
+    const Idx ox0 = ceil_div_nonneg(ix + g.pad_w - g.kw + 1, g.stride_w);
+    const Idx ox1 = min_of((ix + g.pad_w) / g.stride_w, g.w_out - 1);
     const T* gp = gy + plane * out_plane;
     T acc = 0;
     for (Idx oy = oy0; oy <= oy1; ++oy)

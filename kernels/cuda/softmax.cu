@@ -156,7 +156,7 @@ void softmax(DType dt, int64_t outer, int64_t dim, int64_t inner, const void* in
              cudaStream_t stream) {
   if (!is_floating(dt)) throw DTypeError(std::string("cuda::softmax: needs a floating dtype, got ") + dtype_name(dt));
   if (outer <= 0 || dim <= 0 || inner <= 0) return;
-  dispatch_floating(dt, [&]<class T>() {
+  dispatch_floating(dt, "softmax", "cuda", [&]<class T>() {
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
     if (inner > 1) {

@@ -20,6 +20,7 @@
 #include "kernels/base/error.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/isa.h"
 
 #include "support/kernel_compare.h"
 
@@ -170,10 +171,10 @@ void check_against_reference(const Case& c, double tol) {
 template <class F>
 void for_each_isa(F&& f) {
   struct Restore {
-    ~Restore() { ember::cpu::conv2d_set_kernels("auto"); }
+    ~Restore() { ember::cpu::set_isa("auto"); }
   } restore;
-  for (const char* isa : {"avx512", "avx2", "sse"}) {
-    if (!ember::cpu::conv2d_set_kernels(isa)) continue;
+  for (const char* isa : {"avx512", "avx2", "generic"}) {
+    if (!ember::cpu::set_isa(isa)) continue;
     INFO("kernels: " << isa);
     f();
   }
@@ -290,8 +291,6 @@ TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {
   CHECK_THROWS_WITH(ember::cpu::conv2d_forward(DType::Float16, shape(1, 1, 3, 3, 1, 1, 1),
                                                nullptr, nullptr, nullptr, nullptr),
                     "conv2d_forward: no kernel for device cpu and dtype float16");
-  CHECK_FALSE(ember::cpu::conv2d_set_kernels("no-such-isa"));
-  CHECK(ember::cpu::conv2d_set_kernels("auto"));
 }
 
 TEST_CASE("conv2d output size follows PyTorch", "[kernels][conv2d]") {

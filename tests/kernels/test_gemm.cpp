@@ -16,6 +16,7 @@
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_kernel.h"
+#include "kernels/cpu/isa.h"
 
 namespace {
 
@@ -148,12 +149,12 @@ void run_case(int64_t m, int64_t n, int64_t k, T alpha, T beta, Layout la, Layou
 template <class F>
 void for_each_kernel(F&& f) {
   for (const char* name : {"avx512", "avx2", "generic"}) {
-    if (!ember::cpu::gemm_detail::set_gemm_kernel(name)) continue;
+    if (!ember::cpu::set_isa(name)) continue;
     INFO("kernel " << name);
     REQUIRE(std::string(ember::cpu::gemm_kernel_name()) == name);
     f();
   }
-  ember::cpu::gemm_detail::set_gemm_kernel("auto");
+  ember::cpu::set_isa("auto");
 }
 
 // Sets the thread count for one test and restores it after. It also keeps gemm

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "kernels/cpu/gemm_int8.h"
+#include "kernels/cpu/isa.h"
 #include "nn/nn.h"
 #include "quant/quant.h"
 #include "tensor/graph.h"
@@ -66,8 +67,8 @@ std::shared_ptr<nn::Linear> seeded_linear(int64_t in, int64_t out, uint64_t seed
 
 TEST_CASE("quantized Linear: exact quantized arithmetic and the float32 bound", "[quant][linear]") {
   for (auto scheme : {quant::QScheme::PerChannel, quant::QScheme::PerTensor})
-    for (const char* kernel : {"generic", "vnni512"}) {
-      if (!cpu::set_gemm_int8_kernel(kernel)) continue;
+    for (const char* kernel : {"generic", "avx512_vnni"}) {  // the levels of the two int8 kernels
+      if (!cpu::set_isa(kernel)) continue;
       INFO("kernel " << kernel << ", per channel " << (scheme == quant::QScheme::PerChannel));
       auto lin = seeded_linear(67, 45, 11);
       auto q = quant::DynamicQuantizedLinear::from_float(*lin, scheme);
@@ -104,7 +105,7 @@ TEST_CASE("quantized Linear: exact quantized arithmetic and the float32 bound", 
       CHECK(over == 0);
       CHECK(used > 0.01);  // the outputs did change: this is not the float layer
     }
-  cpu::set_gemm_int8_kernel("auto");
+  cpu::set_isa("auto");
 }
 
 TEST_CASE("quantized Linear matches PyTorch's quantize_dynamic Linear", "[quant][linear]") {

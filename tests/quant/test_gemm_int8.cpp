@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm_int8.h"
+#include "kernels/cpu/isa.h"
 
 namespace {
 
@@ -60,14 +61,15 @@ int64_t dot(const Problem& p, int64_t i, int64_t j) {
 
 std::vector<const char*> kernels_here() {
   std::vector<const char*> names;
-  for (const char* n : {"generic", "vnni512"})
-    if (cpu::set_gemm_int8_kernel(n)) names.push_back(n);
-  cpu::set_gemm_int8_kernel("auto");
+  // The instruction-set level that selects each kernel.
+  for (const char* n : {"generic", "avx512_vnni"})
+    if (cpu::set_isa(n)) names.push_back(n);
+  cpu::set_isa("auto");
   return names;
 }
 
 struct KernelGuard {
-  ~KernelGuard() { cpu::set_gemm_int8_kernel("auto"); }
+  ~KernelGuard() { cpu::set_isa("auto"); }
 };
 
 }  // namespace
@@ -76,10 +78,8 @@ TEST_CASE("int8 gemm: the kernel choice", "[quant][gemm_int8]") {
   const auto names = kernels_here();
   REQUIRE(!names.empty());
   CHECK(std::string(names[0]) == "generic");
-  CHECK_FALSE(cpu::set_gemm_int8_kernel("sse9"));
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
-    CHECK(std::string(cpu::gemm_int8_kernel_name()) == "vnni512");
+  CHECK(std::string(cpu::gemm_int8_kernel_name()) ==
+        (cpu::cpu_isa() == cpu::Isa::avx512_vnni ? "vnni512" : "generic"));
 }
 
 TEST_CASE("int8 gemm: exact int32 sums against a plain loop", "[quant][gemm_int8]") {
@@ -90,7 +90,7 @@ TEST_CASE("int8 gemm: exact int32 sums against a plain loop", "[quant][gemm_int8
       {64, 96, 257}, {1, 100, 3}, {7, 1, 1001}, {40, 65, 0}, {130, 40, 9}, {2, 3, 4},
       {4, 40, 21},  {5, 33, 66}};  // with the rest, the VNNI kernel runs blocks of 1, 2, ... 10 rows
   for (const char* name : kernels_here()) {
-    REQUIRE(cpu::set_gemm_int8_kernel(name));
+    REQUIRE(cpu::set_isa(name));
     for (const auto& [m, n, k] : sizes) {
       INFO("kernel " << name << ", m " << m << " n " << n << " k " << k);
       const Problem p = random_problem(m, n, k, g);
@@ -117,7 +117,7 @@ TEST_CASE("int8 gemm: all-extreme codes over the longest exact depth stay exact"
   std::mt19937 g(1);
   // 255 * -128 * 65536 = -2^31 + 2^23: the most negative sum the kernels promise to hold.
   for (const char* name : kernels_here()) {
-    REQUIRE(cpu::set_gemm_int8_kernel(name));
+    REQUIRE(cpu::set_isa(name));
     INFO("kernel " << name);
     const Problem p = random_problem(2, 17, 65536, g, true);
     const Packed pk = pack(p);
@@ -132,7 +132,7 @@ TEST_CASE("int8 gemm: the fused epilogue against float64", "[quant][gemm_int8]")
   std::mt19937 g(3);
   std::uniform_real_distribution<float> us(0.001f, 0.05f), ub(-2.0f, 2.0f);
   for (const char* name : kernels_here()) {
-    REQUIRE(cpu::set_gemm_int8_kernel(name));
+    REQUIRE(cpu::set_isa(name));
     for (bool per_channel : {true, false})
       for (bool with_bias : {true, false}) {
         const int64_t m = 19, n = 45, k = 203;

@@ -1,0 +1,37 @@
+// The stride-1 convolution kernels compiled for AVX-512: 64-byte vectors.
+// conv2d.cpp runs them when this level is active (see isa.h); the code is
+// conv2d_direct_impl.h.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/conv2d_kernels.h"
+#include "kernels/cpu/isa.h"
+
+#if defined(__x86_64__)
+
+EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+namespace ember::cpu::conv2d_detail {
+namespace {
+constexpr int kBytes = 64;
+}  // namespace
+}  // namespace ember::cpu::conv2d_detail
+#include "kernels/cpu/conv2d_direct_impl.h"
+namespace ember::cpu::conv2d_detail {
+namespace {
+constexpr DirectKernels kSet{"avx512", direct_table<float>(), direct_table<double>()};
+}  // namespace
+}  // namespace ember::cpu::conv2d_detail
+EMBER_ISA_END
+
+namespace ember::cpu::conv2d_detail {
+const DirectKernels* direct_kernels_avx512() { return &kSet; }
+}  // namespace ember::cpu::conv2d_detail
+
+#else
+
+namespace ember::cpu::conv2d_detail {
+const DirectKernels* direct_kernels_avx512() { return nullptr; }
+}  // namespace ember::cpu::conv2d_detail
+
+#endif

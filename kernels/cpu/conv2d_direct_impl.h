@@ -1,0 +1,523 @@
+// The stride-1 convolution kernels, written once over GCC vector types of kBytes
+// bytes and included by each conv2d_direct_<isa>.cpp inside its instruction-set
+// region, after it defines kBytes (64 for AVX-512, 32 for AVX2, 16 for the baseline).
+//
+// How they work (see conv2d.cpp for the formulas): the output is laid out on the
+// input's grid (conv2d_kernels.h's Direct), so col[k, p'] is x[off[k] + p'] and a
+// run of consecutive p' is a run of consecutive input. The register tiles read the
+// input in place: the forward tile keeps up to 12 output channels x 32 pixels (two
+// AVX-512 vectors) and walks k, the input-gradient tile keeps taps x pixels and walks
+// c_out, the weight-gradient tile is a dot product over pixels (3 channels x 6
+// taps). Positions with ox >= w_out are padding columns of that grid: the forward
+// pass computes and drops them, the gradients see zeros of gy there (so an Inf or
+// NaN in x or the weight, which already makes the gradients non-finite, can reach a
+// few more of their entries than a direct sum would).
+//
+// Everything sits in an anonymous namespace, and the includer has included every
+// standard header used here before its region opens (see isa.h).
+#pragma once
+
+namespace ember::cpu::conv2d_detail {
+namespace {
+
+// B bytes of T as one vector; the kernels use the widest (kBytes) and the copies
+// step down through narrower ones for row tails.
+static_assert(kBytes == 16 || kBytes == 32 || kBytes == 64,
+              "kBytes: the vector width of the includer's instruction set");
+
+template <class T, int B = kBytes>
+struct Vec {
+  static constexpr int L = B / int(sizeof(T));
+  typedef T V __attribute__((vector_size(B)));
+  static V load(const T* p) {
+    V v;
+    __builtin_memcpy(&v, p, B);
+    return v;
+  }
+  static void store(T* p, V v) { __builtin_memcpy(p, &v, B); }
+  static T sum(V v) {
+    T s = v[0];
+    for (int i = 1; i < L; ++i) s += v[i];
+    return s;
+  }
+};
+
+// Register blocking: the outer-product tile holds MR rows x NV vectors (24 of
+// AVX-512's 32 registers; 12 of the 16 elsewhere), the dot tile RC x RK.
+template <class T>
+struct Tiles {
+  static constexpr int L = Vec<T>::L;
+  static constexpr int NV = 2, NR = NV * L;
+  static constexpr int MR = kBytes == 64 ? 12 : 6;
+  static constexpr int RC = kBytes == 64 ? 3 : 2, RK = kBytes == 64 ? 6 : 4;
+};
+
+// Row copies and fills, in vectors of halving width for the tail. The empty asm makes
+// the loaded value opaque, which keeps GCC from turning the loop into a memmove or
+// memset call: the rows here are 8 to a few dozen elements, shorter than a call.
+template <class T, int B>
+void tail_copy(T* d, const T* s, int64_t n) {
+  using S = Vec<T, B>;
+  int64_t t = 0;
+  if (n >= S::L) {
+    S::store(d, S::load(s));
+    t = S::L;
+  }
+  if constexpr (B / 2 >= int(sizeof(T))) tail_copy<T, B / 2>(d + t, s + t, n - t);
+}
+
+template <class T>
+void copy_n(T* __restrict d, const T* __restrict s, int64_t n) {
+  using S = Vec<T>;
+  int64_t t = 0;
+  for (; t + S::L <= n; t += S::L) {
+    typename S::V v = S::load(s + t);
+    asm("" : "+x"(v));
+    S::store(d + t, v);
+  }
+  tail_copy<T, kBytes / 2>(d + t, s + t, n - t);
+}
+
+template <class T, int B>
+void tail_zero(T* d, int64_t n) {
+  using S = Vec<T, B>;
+  int64_t t = 0;
+  if (n >= S::L) {
+    S::store(d, typename S::V{});
+    t = S::L;
+  }
+  if constexpr (B / 2 >= int(sizeof(T))) tail_zero<T, B / 2>(d + t, n - t);
+}
+
+template <class T>
+void zero_n(T* d, int64_t n) {
+  using S = Vec<T>;
+  typename S::V z{};
+  asm("" : "+x"(z));
+  int64_t t = 0;
+  for (; t + S::L <= n; t += S::L) S::store(d + t, z);
+  tail_zero<T, kBytes / 2>(d + t, n - t);
+}
+
+template <class T, int B>
+void tail_add(T* d, const T* s, int64_t n) {
+  using S = Vec<T, B>;
+  int64_t t = 0;
+  if (n >= S::L) {
+    S::store(d, S::load(d) + S::load(s));
+    t = S::L;
+  }
+  if constexpr (B / 2 >= int(sizeof(T))) tail_add<T, B / 2>(d + t, s + t, n - t);
+}
+
+template <class T>
+void add_n(T* __restrict d, const T* __restrict s, int64_t n) {
+  using S = Vec<T>;
+  int64_t t = 0;
+  for (; t + S::L <= n; t += S::L) S::store(d + t, S::load(d + t) + S::load(s + t));
+  tail_add<T, kBytes / 2>(d + t, s + t, n - t);
+}
+
+// The outer-product tile: for ROWS rows i and the NV vectors of one panel,
+//   C_i[0 .. ncols) = init[i] (or 0) + sum_d a[i*a_rs + d*a_cs] * B_d[lanes].
+// Row d of B starts at b + boff[d] when a table is given, else at b + d*b_rs; it
+// must hold NR readable elements (ncols only limits the store). Row i of C is
+// c + i*c_rs, overwritten, or, with a table, c + coff[i], added to. a is broadcast
+// one element at a time and needs no packing.
+template <class T, int ROWS, bool BOFF, bool COFF>
+[[gnu::noinline]] void outer_tile(int64_t depth, const T* a, int64_t a_rs, int64_t a_cs,
+                                  const T* b, int64_t b_rs, const int64_t* boff, const T* init,
+                                  T* c, int64_t c_rs, const int64_t* coff, int64_t ncols) {
+  using S = Vec<T>;
+  using V = typename S::V;
+  constexpr int L = S::L, NV = Tiles<T>::NV;
+  V acc[ROWS][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) {
+    const V v = init ? init[i] - V{} : V{};  // x - 0 is x, -0 included
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = v;
+  }
+  for (int64_t d = 0; d < depth; ++d) {
+    const T* bd = b + (BOFF ? boff[d] : d * b_rs);
+    V bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) bv[j] = S::load(bd + j * L);
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+      const V ai = a[i * a_rs + d * a_cs] - V{};
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] += ai * bv[j];
+    }
+  }
+  if (ncols == NV * L) {
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+      T* ci = c + (COFF ? coff[i] : i * c_rs);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j)
+        S::store(ci + j * L, COFF ? S::load(ci + j * L) + acc[i][j] : acc[i][j]);
+    }
+    return;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) {
+    T buf[NV * L];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) S::store(buf + j * L, acc[i][j]);
+    if (COFF) add_n(c + coff[i], buf, ncols);
+    else copy_n(c + i * c_rs, buf, ncols);
+  }
+}
+
+// outer_tile for a run-time row count r <= R.
+template <class T, int R, bool BOFF, bool COFF>
+void outer_tile_rows(int64_t r, int64_t depth, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
+                     int64_t b_rs, const int64_t* boff, const T* init, T* c, int64_t c_rs,
+                     const int64_t* coff, int64_t ncols) {
+  if constexpr (R >= 1) {
+    if (r == R)
+      return outer_tile<T, R, BOFF, COFF>(depth, a, a_rs, a_cs, b, b_rs, boff, init, c, c_rs,
+                                          coff, ncols);
+    outer_tile_rows<T, R - 1, BOFF, COFF>(r, depth, a, a_rs, a_cs, b, b_rs, boff, init, c, c_rs,
+                                          coff, ncols);
+  }
+}
+
+// All `rows` rows of one panel, MR at a time.
+template <class T, bool BOFF, bool COFF>
+void outer_rows(int64_t rows, int64_t depth, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
+                int64_t b_rs, const int64_t* boff, const T* init, T* c, int64_t c_rs,
+                const int64_t* coff, int64_t ncols) {
+  constexpr int MR = Tiles<T>::MR;
+  for (int64_t r0 = 0; r0 < rows; r0 += MR)
+    outer_tile_rows<T, MR, BOFF, COFF>(std::min<int64_t>(MR, rows - r0), depth, a + r0 * a_rs,
+                                       a_rs, a_cs, b, b_rs, boff, init ? init + r0 : nullptr,
+                                       COFF ? c : c + r0 * c_rs, c_rs, COFF ? coff + r0 : nullptr,
+                                       ncols);
+}
+
+// x of one image (all channels) copied into the zero-padded Hv x Wv planes.
+template <class T>
+void pad_image(const Conv2dShape& s, const Direct& v, const T* x, T* xp) {
+  for (int64_t ci = 0; ci < s.c_in; ++ci) {
+    T* plane = xp + ci * v.plane;
+    zero_n(plane, s.pad_h * v.Wv);
+    for (int64_t iy = 0; iy < s.h; ++iy) {
+      T* row = plane + (iy + s.pad_h) * v.Wv;
+      zero_n(row, s.pad_w);
+      copy_n(row + s.pad_w, x + (ci * s.h + iy) * s.w, s.w);
+      zero_n(row + s.pad_w + s.w, s.pad_w);
+    }
+    zero_n(plane + (s.h + s.pad_h) * v.Wv, s.pad_h * v.Wv);
+  }
+}
+
+// The rows [c0, c0 + rows) of gy (one image, rows of w_out) spread onto the virtual
+// grid: dst row r, of length ld >= Pv, holds gy at oy*Wv + ox and zero elsewhere.
+template <class T>
+void spread_rows(const Conv2dShape& s, const Direct& v, const T* gy, int64_t rows, T* dst,
+                 int64_t ld) {
+  const int64_t P = s.h_out * s.w_out;
+  for (int64_t r = 0; r < rows; ++r) {
+    T* d = dst + r * ld;
+    for (int64_t oy = 0; oy < s.h_out; ++oy) {
+      copy_n(d + oy * v.Wv, gy + r * P + oy * s.w_out, s.w_out);
+      zero_n(d + oy * v.Wv + s.w_out, std::min(v.Wv - s.w_out, ld - oy * v.Wv - s.w_out));
+    }
+    zero_n(d + v.Pv, ld - v.Pv);
+  }
+}
+
+// Forward, images [lo, hi). Scratch: padded x, one tail panel [K][NR], and the
+// virtual output rows [cog][Pr] when they differ from y's.
+template <class T>
+int64_t forward_scratch_elems(const Args<T>& a) {
+  using Tl = Tiles<T>;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  return (v.padded ? a.s->c_in * v.plane : 0) + d.K * Tl::NR + d.cog * round_up(v.Pv, Tl::NR);
+}
+
+template <class T>
+void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
+  using Tl = Tiles<T>;
+  constexpr int64_t NR = Tl::NR;
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  const int64_t Pr = round_up(v.Pv, NR);
+  T* xp = ws;
+  T* panel = xp + (v.padded ? s.c_in * v.plane : 0);
+  T* ybuf = panel + d.K * NR;
+  // When the grid is exactly y's (no columns to drop), the tiles write y itself.
+  const bool in_place = v.Wv == s.w_out;
+  for (int64_t i = lo; i < hi; ++i) {
+    const T* xi = a.x + i * d.x_img;
+    if (v.padded) {
+      pad_image(s, v, xi, xp);
+      xi = xp;
+    }
+    for (int64_t g = 0; g < d.G; ++g) {
+      const T* xg = xi + g * d.cig * v.plane;
+      T* yg = a.out + i * d.y_img + g * d.cog * d.P;
+      T* c = in_place ? yg : ybuf;
+      const int64_t c_rs = in_place ? d.P : Pr;
+      for (int64_t p0 = 0; p0 < v.Pv; p0 += NR) {
+        const int64_t nb = std::min(NR, v.Pv - p0);
+        const T* wg = a.w + g * d.cog * d.K;
+        const T* init = a.bias ? a.bias + g * d.cog : nullptr;
+        if (nb == NR) {
+          outer_rows<T, true, false>(d.cog, d.K, wg, d.K, 1, xg + p0, 0, v.off.data(), init, c + p0,
+                                     c_rs, nullptr, nb);
+        } else {
+          // The last panel would read past the plane: copy what it needs, zero the rest.
+          for (int64_t k = 0; k < d.K; ++k) {
+            copy_n(panel + k * NR, xg + v.off[k] + p0, nb);
+            zero_n(panel + k * NR + nb, NR - nb);
+          }
+          outer_rows<T, false, false>(d.cog, d.K, wg, d.K, 1, panel, NR, nullptr, init, c + p0,
+                                      c_rs, nullptr, nb);
+        }
+      }
+      if (!in_place)
+        for (int64_t co = 0; co < d.cog; ++co)
+          for (int64_t oy = 0; oy < s.h_out; ++oy)
+            copy_n(yg + co * d.P + oy * s.w_out, ybuf + co * Pr + oy * v.Wv, s.w_out);
+    }
+  }
+}
+
+// Input gradient, images [lo, hi). Scratch: W^T with its rows in scatter order
+// [G][K][cog], the padded gradient plane and gy on the virtual grid [cog][Pr].
+template <class T>
+int64_t backward_input_scratch_elems(const Args<T>& a) {
+  using Tl = Tiles<T>;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  return a.s->c_out * d.K + (v.padded ? a.s->c_in * v.plane : 0) + d.cog * round_up(v.Pv, Tl::NR);
+}
+
+template <class T>
+void backward_input_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
+  using Tl = Tiles<T>;
+  constexpr int64_t NR = Tl::NR;
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  const int64_t Pr = round_up(v.Pv, NR);
+  T* wt = ws;
+  T* gp = wt + s.c_out * d.K;
+  T* gyv = gp + (v.padded ? s.c_in * v.plane : 0);
+  for (int64_t g = 0; g < d.G; ++g)
+    for (int64_t j = 0; j < d.K; ++j)
+      for (int64_t co = 0; co < d.cog; ++co)
+        wt[(g * d.K + j) * d.cog + co] = a.w[(g * d.cog + co) * d.K + v.order[j]];
+  for (int64_t i = lo; i < hi; ++i) {
+    T* gxi = a.out + i * d.x_img;
+    T* gx = v.padded ? gp : gxi;
+    zero_n(gx, s.c_in * v.plane);
+    for (int64_t g = 0; g < d.G; ++g) {
+      spread_rows(s, v, a.gy + i * d.y_img + g * d.cog * d.P, d.cog, gyv, Pr);
+      T* gxg = gx + g * d.cig * v.plane;
+      for (int64_t p0 = 0; p0 < v.Pv; p0 += NR) {
+        const int64_t nb = std::min(NR, v.Pv - p0);
+        // dcol[k][.] = sum over c of W_g[c][k] * gy[c][.], added straight to the
+        // pixels at off[k].
+        outer_rows<T, false, true>(d.K, d.cog, wt + g * d.K * d.cog, d.cog, 1, gyv + p0, Pr,
+                                   nullptr, nullptr, gxg + p0, 0, v.scatter_off.data(), nb);
+      }
+    }
+    if (v.padded)
+      for (int64_t ci = 0; ci < s.c_in; ++ci)
+        for (int64_t iy = 0; iy < s.h; ++iy)
+          copy_n(gxi + (ci * s.h + iy) * s.w,
+                 gp + ci * v.plane + (iy + s.pad_h) * v.Wv + s.pad_w, s.w);
+  }
+}
+
+// Weight gradient. dW[c][k] = sum over images and virtual positions of
+// gy'[c][p'] * x[off[k] + p'], where gy' is gy spread on the virtual grid with zeros
+// between rows: a dot product of contiguous rows, read straight from x. Images go
+// in chunks small enough that their gy' and x stay in L1 while every RC x RK tile
+// walks them; each tile's vector accumulators live in a scratch array between
+// chunks and are summed across lanes once at the end.
+//
+// A row of x is read in whole vectors, up to Pw = Pv rounded up to a vector, so up
+// to a vector past the plane: inside the batch that is the next plane (its values
+// meet zeros of gy'), but past the last image it is outside x. That image, and
+// every image when there is padding, is read from a copy with zeroed slack.
+struct WeightLayout {
+  int64_t Pw, Kp, Cp;
+  int64_t x_elems;    // one copied image: c_in padded planes and a vector of slack
+  int64_t gy_elems;   // gy' of one image: G x Cp rows of Pw
+  int64_t per_image;  // x_elems + gy_elems
+  int64_t chunk;      // images per chunk
+  int64_t acc_elems;  // G x Cp x Kp vectors of dW, then c_out vectors of db
+};
+
+template <class T>
+WeightLayout weight_layout(const Args<T>& a) {
+  using Tl = Tiles<T>;
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  WeightLayout l;
+  l.Pw = round_up(v.Pv, Tl::L);
+  l.Kp = round_up(d.K, Tl::RK);
+  l.Cp = round_up(d.cog, Tl::RC);
+  l.x_elems = round_up(s.c_in * v.plane + Tl::L, Tl::L);
+  l.gy_elems = d.G * l.Cp * l.Pw;
+  l.per_image = l.x_elems + l.gy_elems;
+  // What x and gy' of a chunk take in L1: about 32 KiB, at least one image.
+  const int64_t bytes = (d.x_img + l.gy_elems) * int64_t(sizeof(T));
+  l.chunk = std::clamp<int64_t>((32 << 10) / std::max<int64_t>(bytes, 1), 1, s.n);
+  l.acc_elems = (d.G * l.Cp * l.Kp + s.c_out) * Tl::L;
+  return l;
+}
+
+template <class T>
+int64_t backward_weight_scratch_elems(const Args<T>& a) {
+  const WeightLayout l = weight_layout(a);
+  return l.acc_elems + l.chunk * l.per_image;
+}
+
+// One RC x RK tile of dW (group g, channels c.., taps k..) over a chunk of images:
+// xs[m] and gys[m] are image m's x planes of group g and its gy' rows c...
+template <class T>
+[[gnu::noinline]] void dot_tile(const Direct& v, const WeightLayout& l, int64_t imgs,
+                                const T* const* xs, const T* const* gys, int64_t K, int64_t k,
+                                T* acc_mem) {
+  using S = Vec<T>;
+  using V = typename S::V;
+  constexpr int RC = Tiles<T>::RC, RK = Tiles<T>::RK, L = S::L;
+  V acc[RC][RK];
+#pragma GCC unroll 8
+  for (int r = 0; r < RC; ++r)
+#pragma GCC unroll 8
+    for (int q = 0; q < RK; ++q) acc[r][q] = S::load(acc_mem + (r * RK + q) * L);
+  int64_t toff[RK];
+#pragma GCC unroll 8
+  for (int q = 0; q < RK; ++q) toff[q] = v.off[std::min(k + q, K - 1)];  // padding taps: any row
+  for (int64_t m = 0; m < imgs; ++m) {
+    const T* gyr = gys[m];
+    const T* xr[RK];
+#pragma GCC unroll 8
+    for (int q = 0; q < RK; ++q) xr[q] = xs[m] + toff[q];
+    for (int64_t p = 0; p < l.Pw; p += L) {
+      V av[RC];
+#pragma GCC unroll 8
+      for (int r = 0; r < RC; ++r) av[r] = S::load(gyr + r * l.Pw + p);
+#pragma GCC unroll 8
+      for (int q = 0; q < RK; ++q) {
+        // Loaded once into a register: folded into each FMA, as GCC prefers, the
+        // unaligned load would be repeated RC times.
+        V bv = S::load(xr[q] + p);
+        asm("" : "+x"(bv));
+#pragma GCC unroll 8
+        for (int r = 0; r < RC; ++r) acc[r][q] += av[r] * bv;
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < RC; ++r)
+#pragma GCC unroll 8
+    for (int q = 0; q < RK; ++q) S::store(acc_mem + (r * RK + q) * L, acc[r][q]);
+}
+
+// The weight gradient splits into G x Cp / RC channel tiles: unit u is tile
+// u % (Cp / RC) of group u / (Cp / RC).
+template <class T>
+int64_t backward_weight_units(const Args<T>& a) {
+  return a.d->G * weight_layout(a).Cp / Tiles<T>::RC;
+}
+
+// Images [lo, hi) into the dW rows (and db entries) of channel tiles [u0, u1).
+template <class T>
+void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* pw, T* pb, int64_t u0,
+                            int64_t u1) {
+  using S = Vec<T>;
+  constexpr int L = S::L, RC = Tiles<T>::RC, RK = Tiles<T>::RK;
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  const WeightLayout l = weight_layout(a);
+  const int64_t tiles_per_group = l.Cp / RC;
+  // Whether channel c of group g is in this call's tiles.
+  auto mine = [&](int64_t g, int64_t c) {
+    const int64_t u = g * tiles_per_group + c / RC;
+    return u >= u0 && u < u1;
+  };
+  auto group_is_mine = [&](int64_t g) {
+    return g * tiles_per_group < u1 && (g + 1) * tiles_per_group > u0;
+  };
+  T* acc = ws;  // [g][c tile][k tile][RC][RK][L], then [c_out][L] for the bias
+  T* bacc = acc + d.G * l.Cp * l.Kp * L;
+  T* chunk = acc + l.acc_elems;
+  zero_n(acc, l.acc_elems);
+  std::vector<const T*> xs(size_t(l.chunk)), xg(size_t(l.chunk)), gys(size_t(l.chunk));
+  for (int64_t i0 = lo; i0 < hi; i0 += l.chunk) {
+    const int64_t imgs = std::min(l.chunk, hi - i0);
+    for (int64_t m = 0; m < imgs; ++m) {
+      T* xc = chunk + m * l.per_image;
+      T* gyv = xc + l.x_elems;
+      const T* xi = a.x + (i0 + m) * d.x_img;
+      if (v.padded) {
+        pad_image(s, v, xi, xc);
+        zero_n(xc + s.c_in * v.plane, l.x_elems - s.c_in * v.plane);
+        xi = xc;
+      } else if (i0 + m == s.n - 1) {
+        copy_n(xc, xi, d.x_img);
+        zero_n(xc + d.x_img, l.x_elems - d.x_img);
+        xi = xc;
+      }
+      xs[size_t(m)] = xi;
+      for (int64_t g = 0; g < d.G; ++g) {
+        if (!group_is_mine(g)) continue;
+        T* rows = gyv + g * l.Cp * l.Pw;
+        spread_rows(s, v, a.gy + (i0 + m) * d.y_img + g * d.cog * d.P, d.cog, rows, l.Pw);
+        zero_n(rows + d.cog * l.Pw, (l.Cp - d.cog) * l.Pw);
+        if (pb)
+          for (int64_t co = 0; co < d.cog; ++co) {
+            if (!mine(g, co)) continue;
+            T* bc = bacc + (g * d.cog + co) * L;
+            typename S::V sum = S::load(bc);
+            for (int64_t p = 0; p < l.Pw; p += L) sum += S::load(rows + co * l.Pw + p);
+            S::store(bc, sum);
+          }
+      }
+    }
+    for (int64_t g = 0; g < d.G; ++g) {
+      if (!group_is_mine(g)) continue;
+      for (int64_t m = 0; m < imgs; ++m) xg[size_t(m)] = xs[size_t(m)] + g * d.cig * v.plane;
+      for (int64_t c = 0; c < l.Cp; c += RC) {
+        if (!mine(g, c)) continue;
+        for (int64_t m = 0; m < imgs; ++m)
+          gys[size_t(m)] = chunk + m * l.per_image + l.x_elems + (g * l.Cp + c) * l.Pw;
+        for (int64_t k = 0; k < l.Kp; k += RK)
+          dot_tile(v, l, imgs, xg.data(), gys.data(), d.K, k,
+                   acc + ((g * l.Cp + c) * l.Kp + k * RC) * L);
+      }
+    }
+  }
+  for (int64_t g = 0; g < d.G; ++g)
+    for (int64_t c = 0; c < d.cog; ++c) {
+      if (!mine(g, c)) continue;
+      for (int64_t k = 0; k < d.K; ++k) {
+        const int64_t tile = (g * l.Cp + c / RC * RC) * l.Kp + k / RK * RK * RC;
+        pw[(g * d.cog + c) * d.K + k] = S::sum(S::load(acc + (tile + c % RC * RK + k % RK) * L));
+      }
+      if (pb) pb[g * d.cog + c] = S::sum(S::load(bacc + (g * d.cog + c) * L));
+    }
+}
+
+// This instruction set's table.
+template <class T>
+constexpr Kernels<T> direct_table() {
+  return {forward_images<T>,          backward_input_images<T>,         backward_weight_images<T>,
+          forward_scratch_elems<T>,   backward_input_scratch_elems<T>, backward_weight_scratch_elems<T>,
+          backward_weight_units<T>};
+}
+
+}  // namespace
+}  // namespace ember::cpu::conv2d_detail

@@ -1,0 +1,101 @@
+// What conv2d.cpp (threads, scratch, the weight gradient's fixed summation order)
+// shares with the two ways a convolution is computed: the im2col path of any stride
+// (conv2d_im2col.cpp) and the stride-1 direct kernels, one file per instruction set
+// (conv2d_direct_<isa>.cpp over conv2d_direct_impl.h). Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/base/window.h"
+
+namespace ember::cpu::conv2d_detail {
+
+constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t round_up(int64_t a, int64_t b) { return cdiv(a, b) * b; }
+
+// The stride-1 geometry: the input plane padded to Hv x Wv (a copy is made only when
+// there is padding), the Pv virtual positions that hold outputs, and off[k] for the
+// taps of one group. Output pixel (oy, ox) sits at virtual position oy*Wv + ox, and
+// every position p' < Pv plus any off[k] stays inside the plane, because
+// h_out + dil_h*(kh-1) == Hv and likewise for the width.
+struct Direct {
+  int64_t Hv = 0, Wv = 0, plane = 0, Pv = 0;
+  bool padded = false;
+  std::vector<int64_t> off;
+  // The input gradient adds one row per tap into the plane; taps taken in (kx, ky,
+  // ci) order put consecutive rows in different channels, so one row's
+  // read-modify-write never waits on the store of the row before it (overlapping
+  // unaligned stores and loads defeat store forwarding). order[j] is the j-th tap
+  // of that order, scatter_off[j] its offset.
+  std::vector<int64_t> order, scatter_off;
+
+  Direct() = default;
+  Direct(const Conv2dShape& s, const Conv2dDims& d)
+      : Hv(s.h + 2 * s.pad_h),
+        Wv(s.w + 2 * s.pad_w),
+        plane(Hv * Wv),
+        Pv((s.h_out - 1) * Wv + s.w_out),
+        padded(s.pad_h > 0 || s.pad_w > 0),
+        off(size_t(d.K)) {
+    for (int64_t ci = 0, k = 0; ci < d.cig; ++ci)
+      for (int64_t ky = 0; ky < s.kh; ++ky)
+        for (int64_t kx = 0; kx < s.kw; ++kx, ++k)
+          off[size_t(k)] = ci * plane + ky * s.dil_h * Wv + kx * s.dil_w;
+    order.reserve(size_t(d.K));
+    for (int64_t kx = 0; kx < s.kw; ++kx)
+      for (int64_t ky = 0; ky < s.kh; ++ky)
+        for (int64_t ci = 0; ci < d.cig; ++ci) order.push_back((ci * s.kh + ky) * s.kw + kx);
+    for (int64_t k : order) scatter_off.push_back(off[size_t(k)]);
+  }
+};
+
+// Everything one pass needs, for the kernels of either path.
+template <class T>
+struct Args {
+  const Conv2dShape* s;
+  const Conv2dDims* d;
+  const Direct* v;  // stride-1 geometry; unused by the im2col path
+  const T* x;       // forward, weight gradient
+  const T* w;       // forward, input gradient
+  const T* bias;    // forward (nullable)
+  const T* gy;      // gradients
+  T* out;           // y or grad_x
+};
+
+// One path's kernels for one dtype. Each runs single-threaded over images [lo, hi)
+// with `ws`, a workspace of the matching *_scratch elements, of its own.
+template <class T>
+struct Kernels {
+  void (*forward)(const Args<T>&, int64_t lo, int64_t hi, T* ws);
+  void (*backward_input)(const Args<T>&, int64_t lo, int64_t hi, T* ws);
+  // Sums images [lo, hi) into pw (and pb, nullable) for weight units [u0, u1) only.
+  void (*backward_weight)(const Args<T>&, int64_t lo, int64_t hi, T* ws, T* pw, T* pb, int64_t u0,
+                          int64_t u1);
+  int64_t (*forward_scratch)(const Args<T>&);
+  int64_t (*backward_input_scratch)(const Args<T>&);
+  int64_t (*backward_weight_scratch)(const Args<T>&);
+  // How many independent parts the weight gradient of one image range can be split
+  // into (each dW element belongs to one part and is summed the same way whatever
+  // the split): the stride-1 kernels' channel tiles; 1 for the im2col path, whose
+  // im2col every part would have to repeat.
+  int64_t (*backward_weight_units)(const Args<T>&);
+};
+
+// The im2col path (conv2d_im2col.cpp), float and double.
+template <class T>
+const Kernels<T>& im2col_kernels();
+
+// The stride-1 kernels compiled for one instruction set.
+struct DirectKernels {
+  const char* name;
+  Kernels<float> f32;
+  Kernels<double> f64;
+};
+
+// nullptr when this build cannot emit that instruction set.
+const DirectKernels* direct_kernels_avx512();
+const DirectKernels* direct_kernels_avx2();
+const DirectKernels* direct_kernels_generic();
+
+}  // namespace ember::cpu::conv2d_detail

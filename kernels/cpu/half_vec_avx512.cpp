@@ -1,0 +1,48 @@
+// half <-> float conversions for AVX-512 CPUs: float16 sixteen at a time with the
+// AVX-512 vcvtph2ps / vcvtps2ph (round to nearest even), bfloat16 in 64-byte vectors.
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/half_vec_kernels.h"
+#include "kernels/cpu/isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+#include "kernels/cpu/half_vec_impl.h"
+namespace ember::cpu::half_vec_detail {
+namespace {
+
+void load_half(const Half* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  load_half_scalar(src + i, dst + i, n - i);
+}
+
+void store_half(const float* src, Half* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  store_half_scalar(src + i, dst + i, n - i);
+}
+
+constexpr HalfVecKernels kSet{"avx512", load_half, store_half, load_bf16, store_bf16};
+
+}  // namespace
+}  // namespace ember::cpu::half_vec_detail
+EMBER_ISA_END
+
+namespace ember::cpu::half_vec_detail {
+const HalfVecKernels* half_vec_kernels_avx512() { return &kSet; }
+}  // namespace ember::cpu::half_vec_detail
+
+#else
+
+namespace ember::cpu::half_vec_detail {
+const HalfVecKernels* half_vec_kernels_avx512() { return nullptr; }
+}  // namespace ember::cpu::half_vec_detail
+
+#endif

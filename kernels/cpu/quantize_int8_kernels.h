@@ -1,0 +1,29 @@
+// The instruction-set-specific half of quantize_int8.cpp: the per-row quantize loops
+// and the min/max scan, one table per instruction set (quantize_int8_<isa>.cpp
+// compiles quantize_int8_impl.h for its set). Not part of the public API.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/quantize_int8.h"
+
+namespace ember::cpu::quantize_detail {
+
+// o[0, cols) = clamp(round_half_even(x * inv_scale) + zp, qmin, qmax).
+template <class Q>
+using QuantizeRow = void (*)(const float* x, int64_t cols, float inv_scale, int32_t zp, int32_t qmin,
+                             int32_t qmax, Q* o);
+
+struct QuantizeKernels {
+  const char* name;
+  QuantizeRow<uint8_t> row_u8;
+  QuantizeRow<int8_t> row_s8;
+  MinMax (*min_max)(const float* x, int64_t n);  // one thread, n >= 1
+};
+
+// nullptr when this build cannot emit that instruction set.
+const QuantizeKernels* quantize_kernels_avx512();
+const QuantizeKernels* quantize_kernels_avx2();
+const QuantizeKernels* quantize_kernels_generic();
+
+}  // namespace ember::cpu::quantize_detail

@@ -1,0 +1,31 @@
+// The float32 softmax row (softmax_row_impl.h) compiled for AVX-512.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/softmax_row.h"
+#include "kernels/base/vec_math.h"
+
+#if defined(__x86_64__)
+
+EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+#include "kernels/cpu/softmax_row_impl.h"
+namespace ember::cpu::softmax_detail {
+namespace {
+constexpr SoftmaxRowKernels kSet{"avx512", softmax_row_f32};
+}  // namespace
+}  // namespace ember::cpu::softmax_detail
+EMBER_ISA_END
+
+namespace ember::cpu::softmax_detail {
+const SoftmaxRowKernels* softmax_row_kernels_avx512() { return &kSet; }
+}  // namespace ember::cpu::softmax_detail
+
+#else
+
+namespace ember::cpu::softmax_detail {
+const SoftmaxRowKernels* softmax_row_kernels_avx512() { return nullptr; }
+}  // namespace ember::cpu::softmax_detail
+
+#endif

@@ -1,0 +1,19 @@
+// The float32 softmax row (softmax_row_impl.h) for any CPU (SSE2 on x86-64).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/softmax_row.h"
+#include "kernels/base/vec_math.h"
+
+#include "kernels/cpu/softmax_row_impl.h"
+
+namespace ember::cpu::softmax_detail {
+namespace {
+constexpr SoftmaxRowKernels kSet{"generic", softmax_row_f32};
+}  // namespace
+
+const SoftmaxRowKernels* softmax_row_kernels_generic() { return &kSet; }
+
+}  // namespace ember::cpu::softmax_detail
