@@ -1,5 +1,5 @@
-// A short tour of Ember's tensor API: what `scripts/demo` runs until the training
-// program arrives. Each step prints what it does and the result.
+// A short tour of Ember's tensor API; `scripts/demo` shows its first steps before
+// it trains. Each step prints what it does and the result (docs/tensors.md explains them).
 #include <iostream>
 
 #include "ember.h"
