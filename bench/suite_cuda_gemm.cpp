@@ -15,6 +15,7 @@
 
 #include "bench/cuda_floors.h"
 #include "bench/cuda_harness.h"
+#include "bench/sampled_error.h"
 #include "ember.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/runtime.h"
@@ -30,25 +31,6 @@ using GemmFn = void (*)(DType, int64_t, int64_t, int64_t, int64_t, double, const
 void square(GemmFn f, DType dt, int64_t n, const Tensor& a, const Tensor& b, Tensor& c) {
   f(dt, 1, n, n, n, 1.0, a.data_ptr(), n * n, n, 1, b.data_ptr(), n * n, n, 1, 0.0, c.data_ptr(), n * n, n, 1,
     cuda::stream());
-}
-
-// 256 sampled elements of c (on the CPU, float32) against float64 dot products of
-// the rows of a and columns of b (float32 copies of the device operands).
-double sampled_rel_err(int64_t n, const Tensor& a, const Tensor& b, const Tensor& c) {
-  const float* pa = a.data_ptr<float>();
-  const float* pb = b.data_ptr<float>();
-  const float* pc = c.data_ptr<float>();
-  std::mt19937 g(uint32_t(n) + 7);
-  std::uniform_int_distribution<int64_t> pick(0, n - 1);
-  double diff = 0, scale = 0;
-  for (int s = 0; s < 256; ++s) {
-    const int64_t i = pick(g), j = pick(g);
-    double want = 0;
-    for (int64_t p = 0; p < n; ++p) want += double(pa[i * n + p]) * double(pb[p * n + j]);
-    diff = std::max(diff, std::fabs(double(pc[i * n + j]) - want));
-    scale = std::max(scale, std::fabs(want));
-  }
-  return scale > 0 ? diff / scale : diff;
 }
 
 const char* tag(DType dt) { return dt == kFloat32 ? "f32" : dt == kFloat16 ? "f16" : "bf16"; }
@@ -67,7 +49,9 @@ void run_case(Report& report, DType dt, int64_t n) {
   check_close(report, "gemm " + name + " native vs cuBLAS", c_native, c_cublas, tol);
   const Tensor a32 = a.cpu().to(kFloat32), b32 = b.cpu().to(kFloat32);
   for (const auto& [who, c] : {std::pair{"native", &c_native}, std::pair{"cuBLAS", &c_cublas}}) {
-    const double err = sampled_rel_err(n, a32, b32, c->cpu().to(kFloat32));
+    const Tensor c32 = c->cpu().to(kFloat32);
+    const double err = sampled_rel_err(n, a32.data_ptr<float>(), b32.data_ptr<float>(), c32.data_ptr<float>(),
+                                       false, uint32_t(n) + 7);
     const bool ok = err <= tol;
     std::printf("  check gemm %-12s %-6s vs CPU float64 (256 samples): rel. error %.2e%s\n", name.c_str(), who, err,
                 ok ? "" : "  <-- too large");

@@ -14,6 +14,7 @@
 
 #include "bench/cuda_floors.h"
 #include "bench/cuda_harness.h"
+#include "bench/sampled_error.h"
 #include "ember.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/ladder/gemm_ladder_cuda.h"
@@ -23,25 +24,6 @@ namespace {
 
 using ladder::CudaRung;
 using ladder::kCudaRungs;
-
-// 256 sampled elements of c against float64 dot products of a's rows and b's
-// columns; all three are float32 copies on the CPU.
-double sampled_rel_err(int64_t n, const Tensor& a, const Tensor& b, const Tensor& c) {
-  const float* pa = a.data_ptr<float>();
-  const float* pb = b.data_ptr<float>();
-  const float* pc = c.data_ptr<float>();
-  std::mt19937 g(uint32_t(n) + 11);
-  std::uniform_int_distribution<int64_t> pick(0, n - 1);
-  double diff = 0, scale = 0;
-  for (int s = 0; s < 256; ++s) {
-    const int64_t i = pick(g), j = pick(g);
-    double want = 0;
-    for (int64_t p = 0; p < n; ++p) want += double(pa[i * n + p]) * double(pb[p * n + j]);
-    diff = std::max(diff, std::fabs(double(pc[i * n + j]) - want));
-    scale = std::max(scale, std::fabs(want));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
 
 double floor_for(DType dt) {
   return dt == kFloat32 ? measured_cuda_fma_peak_tflops() : measured_cuda_matrix_peak_tflops(dt);
@@ -55,8 +37,9 @@ void run_case(Report& report, const CudaRung& rung, int64_t n) {
   call();
   // float32: summation order only; float16: the result rounded to 11 bits.
   const double tol = rung.dtype == kFloat32 ? 1e-4 : 5e-3;
-  const double err = sampled_rel_err(n, a.cpu().to(kFloat32), b.cpu().to(kFloat32),
-                                     c.cpu().to(kFloat32));
+  const Tensor a32 = a.cpu().to(kFloat32), b32 = b.cpu().to(kFloat32), c32 = c.cpu().to(kFloat32);
+  const double err = sampled_rel_err(n, a32.data_ptr<float>(), b32.data_ptr<float>(), c32.data_ptr<float>(), false,
+                                     uint32_t(n) + 11);
   const bool ok = err <= tol;
   std::printf("  check %-32s vs CPU float64 (256 samples): rel. error %.2e%s\n", name.c_str(), err,
               ok ? "" : "  <-- too large");

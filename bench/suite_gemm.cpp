@@ -14,6 +14,7 @@
 #include "bench/floors.h"
 #include "bench/harness.h"
 #include "bench/openblas_peer.h"
+#include "bench/sampled_error.h"
 #include "kernels/cpu/gemm.h"
 
 namespace ember::bench {
@@ -52,25 +53,6 @@ double max_rel_diff(const std::vector<T>& x, const std::vector<T>& y) {
   return scale > 0 ? diff / scale : diff;
 }
 
-// Without a peer: 256 sampled elements of C against float64 dot products.
-template <class T>
-double sampled_rel_err(bool trans_b, int n, const std::vector<T>& a, const std::vector<T>& b,
-                       const std::vector<T>& c) {
-  std::mt19937 g(3);
-  std::uniform_int_distribution<int> pick(0, n - 1);
-  double diff = 0, scale = 0;
-  for (int s = 0; s < 256; ++s) {
-    const int i = pick(g), j = pick(g);
-    double want = 0;
-    for (int p = 0; p < n; ++p)
-      want += double(a[size_t(i) * n + p]) *
-              double(trans_b ? b[size_t(j) * n + p] : b[size_t(p) * n + j]);
-    diff = std::max(diff, std::fabs(double(c[size_t(i) * n + j]) - want));
-    scale = std::max(scale, std::fabs(want));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
 template <class T>
 void run_case(const Case& cs, const Options& opt, const OpenBlas* peer, Report& report) {
   const int n = cs.n;
@@ -92,7 +74,7 @@ void run_case(const Case& cs, const Options& opt, const OpenBlas* peer, Report& 
     err = max_rel_diff(c, c_peer);
     against = "openblas";
   } else {
-    err = sampled_rel_err(cs.trans_b, n, a, b, c);
+    err = sampled_rel_err<T>(n, a.data(), b.data(), c.data(), cs.trans_b);
     against = "float64 (256 samples)";
   }
   // Rounding grows with k; a factor of n above one unit in the last place is far

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench/floors.h"
+#include "bench/sampled_error.h"
 #include "bench/harness.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/gemm.h"
@@ -26,22 +27,6 @@ namespace {
 
 using ladder::CpuRung;
 using ladder::kCpuRungs;
-
-// max |c - want| / max |want| over 256 sampled elements, want in float64.
-double sampled_rel_err(int n, const std::vector<float>& a, const std::vector<float>& b,
-                       const std::vector<float>& c) {
-  std::mt19937 g(5);
-  std::uniform_int_distribution<int> pick(0, n - 1);
-  double diff = 0, scale = 0;
-  for (int s = 0; s < 256; ++s) {
-    const int i = pick(g), j = pick(g);
-    double want = 0;
-    for (int p = 0; p < n; ++p) want += double(a[size_t(i) * n + p]) * double(b[size_t(p) * n + j]);
-    diff = std::max(diff, std::fabs(double(c[size_t(i) * n + j]) - want));
-    scale = std::max(scale, std::fabs(want));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
 
 struct Row {
   std::string rung;
@@ -55,7 +40,7 @@ double run_case(const CpuRung& rung, int n, int threads, const std::vector<float
   std::vector<float> c(size_t(n) * n);
   const std::string name = std::string(rung.name) + " n=" + std::to_string(n);
   rung.fn(n, n, n, a.data(), b.data(), c.data());
-  const double err = sampled_rel_err(n, a, b, c);
+  const double err = sampled_rel_err<float>(n, a.data(), b.data(), c.data(), false, 5);
   const double tol = 6e-8 * n;  // as the gemm suite: far above rounding, far below a bug
   if (!(err <= tol)) {
     std::printf("  check %-28s rel. error vs float64 %.2e  <-- too large\n", name.c_str(), err);
