@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-// How a kernel family gets per-ISA code (the GEMM is the model; see docs/kernels.md):
+// How a kernel family gets per-ISA code (the GEMM is the model; see docs/kernels-cpu.md):
 //   <family>_impl.h      the code, written once over templates, in an anonymous
 //                        namespace (a template with external linkage compiled for
 //                        AVX-512 could be the copy the linker keeps for every caller)

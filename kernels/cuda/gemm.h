@@ -4,7 +4,7 @@
 // (stride 0) views need no copy. beta == 0 never reads C; k == 0 gives C = beta * C.
 // All calls are queued on `stream` and return at once.
 //
-// Two implementations sit behind one entry point (docs/kernels.md, "GEMM"):
+// Two implementations sit behind one entry point (docs/kernels-cuda.md, "Which path runs"):
 //   cuBLAS  cublasGemmStridedBatchedEx, when every matrix has a unit stride on one
 //           side and a leading dimension cuBLAS can express (blas.cpp);
 //   native  Ember's own kernels: a tiled SIMT kernel for float32 and float64

@@ -1,6 +1,6 @@
 // The GEMM ladder: C = A.B written several times, from the textbook triple loop to
 // Ember's production kernel, one small function per rung, for learners to read side
-// by side (docs/kernels.md, "The GEMM ladder"). The rung tables below are what the
+// by side (docs/kernels-cpu.md, "The GEMM ladder"). The rung tables below are what the
 // test (tests/kernels/test_gemm_ladder.cpp) checks and `ember-bench --suite
 // gemm-ladder` times: a new rung is one function and one table row.
 //
