@@ -48,12 +48,15 @@ Scalar Tensor::item() const {
   return dispatch(dtype(), [&]<class T>() -> Scalar { return Scalar(*static_cast<const T*>(host.data_ptr())); });
 }
 
+// Row-major strides. A shape whose element count overflows int64 gets strides that
+// saturate at INT64_MAX instead of overflowing (undefined behaviour): no such tensor
+// can be allocated, and the size check that follows raises for it.
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
   int64_t s = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     strides[d] = s;
-    s *= std::max<int64_t>(shape[d], 1);
+    if (__builtin_mul_overflow(s, std::max<int64_t>(shape[d], 1), &s)) s = INT64_MAX;
   }
   return strides;
 }

@@ -110,7 +110,8 @@ int64_t packed_int8_weights_bytes(int64_t n, int64_t k) {
 void pack_int8_weights(int64_t n, int64_t k, const int8_t* w, int64_t w_rs, int8_t* out, int32_t* row_sums) {
   const int64_t kp = int8_padded_k(k);
   const int64_t panels = (n + kInt8PanelCols - 1) / kInt8PanelCols;
-  std::memset(out, 0, size_t(packed_int8_weights_bytes(n, k)));
+  // An empty layer (n or k zero) packs nothing, and `out` may then be null.
+  if (const int64_t bytes = packed_int8_weights_bytes(n, k); bytes > 0) std::memset(out, 0, size_t(bytes));
   for (int64_t p = 0; p < panels; ++p) {
     int8_t* panel = out + p * kp * kInt8PanelCols;
     for (int64_t j = 0; j < kInt8PanelCols && p * kInt8PanelCols + j < n; ++j) {

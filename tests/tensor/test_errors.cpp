@@ -193,6 +193,10 @@ TEST_CASE("allocation errors", "[errors][memory]") {
                "bytes overflows 64 bits)");
   EXPECT_ERROR(empty({int64_t{1} << 46}, kFloat64), OutOfMemoryError,
                "CPU out of memory: tried to allocate 562949953421312 bytes");
+  // The strides of such a shape saturate instead of overflowing (the product 2^120
+  // wraps to 0 in two's complement, which is what an overflowing loop would give).
+  const Shape huge{int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40};
+  CHECK(contiguous_strides(huge) == Shape{INT64_MAX, int64_t{1} << 40, 1});
 }
 
 TEST_CASE("scalar access errors", "[errors][value]") {
