@@ -66,15 +66,15 @@ std::array<DynamicQuantizedLinear::Stamp, 4> DynamicQuantizedLinear::stamps() co
   return {stamp(weight), stamp(weight_scale), stamp(weight_zero_point), stamp(bias)};
 }
 
-const PackedLinearInt8& DynamicQuantizedLinear::prepared() {
+std::shared_ptr<const PackedLinearInt8> DynamicQuantizedLinear::prepared() {
+  std::lock_guard<std::mutex> lock(pack_mutex_);
   const auto now = stamps();
-  if (have_packed_ && now == packed_stamps_) return packed_;
+  if (packed_ && now == packed_stamps_) return packed_;
   if (weight.dtype() != kInt8)
     throw DTypeError(msg("DynamicQuantizedLinear: weight must be int8, got ", weight.dtype()));
   check_weight_qparams("DynamicQuantizedLinear", weight_scale, weight_zero_point);
-  packed_ = pack_linear_int8(weight, weight_scale, bias);
+  packed_ = std::make_shared<const PackedLinearInt8>(pack_linear_int8(weight, weight_scale, bias));
   packed_stamps_ = now;
-  have_packed_ = true;
   return packed_;
 }
 
@@ -84,9 +84,11 @@ Tensor DynamicQuantizedLinear::forward(const Tensor& x) {
     if (!s.empty()) s.back() = out_features;
     return empty(s, TensorOptions(kFloat32, weight.device()));
   }
-  prepared();
-  packed_.reduce_range = reduce_range;  // an activation option: no repacking needed
-  return linear_int8_dynamic(x, packed_, "linear_dynamic");
+  // A copy of the handles (no data is copied) with this call's activation option, so
+  // that concurrent calls never write to what they share.
+  PackedLinearInt8 p = *prepared();
+  p.reduce_range = reduce_range;
+  return linear_int8_dynamic(x, p, "linear_dynamic");
 }
 
 std::string DynamicQuantizedLinear::extra_repr() const {

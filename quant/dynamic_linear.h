@@ -13,6 +13,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 
 #include "nn/layers/linear.h"
 #include "nn/module.h"
@@ -41,7 +42,10 @@ class DynamicQuantizedLinear : public nn::Module {
   Tensor dequantized_weight() const;
   // Checks the buffers (zero points 0, scales positive and finite) and rebuilds the
   // packed weights if any buffer changed since the last call. ValueError otherwise.
-  const PackedLinearInt8& prepared();
+  // Safe to call from several threads at once: the first call packs, under a lock,
+  // and the others wait for it and share the result. The packed weights stay valid
+  // while the caller holds the pointer, even if a later call repacks.
+  std::shared_ptr<const PackedLinearInt8> prepared();
 
   Tensor weight, weight_scale, weight_zero_point, bias;
   const int64_t in_features, out_features;
@@ -60,9 +64,9 @@ class DynamicQuantizedLinear : public nn::Module {
   static Stamp stamp(const Tensor& t);
   std::array<Stamp, 4> stamps() const;
 
-  PackedLinearInt8 packed_;
+  std::mutex pack_mutex_;  // guards the three members below (forward may run on many threads)
+  std::shared_ptr<const PackedLinearInt8> packed_;
   std::array<Stamp, 4> packed_stamps_{};
-  bool have_packed_ = false;
 };
 
 // Checks that scales and zero points are valid for a symmetric int8 layer; `name`

@@ -7,7 +7,10 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include "kernels/cpu/gemm_int8.h"
 #include "kernels/cpu/isa.h"
@@ -245,4 +248,31 @@ TEST_CASE("quantized Linear: shapes, edge sizes and errors", "[quant][linear][er
   CHECK(error_text([&] { (*q)(randn({1, 5})); }) ==
         "DynamicQuantizedLinear: weight_zero_point must be 0 (int8 weights are quantized symmetrically), got 3 at "
         "index 0");
+}
+
+// The first forward packs the int8 weights; concurrent first calls on one layer
+// used to pack into the same members at once (a data race: a ThreadSanitizer build
+// reports it; a plain build may or may not show wrong values). Eight threads released
+// together must each get the serial result bit for bit.
+TEST_CASE("quantized Linear: concurrent first calls match serial calls", "[quant][linear][threads]") {
+  auto lin = seeded_linear(96, 40, 21);
+  manual_seed(22);
+  const Tensor x = randn({5, 96});
+  const std::vector<float> serial =
+      (*quant::DynamicQuantizedLinear::from_float(*lin, quant::QScheme::PerChannel))(x).to_vector<float>();
+  for (int trial = 0; trial < 20; ++trial) {
+    auto q = quant::DynamicQuantizedLinear::from_float(*lin, quant::QScheme::PerChannel);
+    std::vector<std::vector<float>> got(8);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        NoGradGuard no_grad;
+        ++ready;
+        while (ready.load() < 8) std::this_thread::yield();
+        got[size_t(t)] = (*q)(x).to_vector<float>();
+      });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < 8; ++t) CHECK(got[size_t(t)] == serial);
+  }
 }
