@@ -1,5 +1,7 @@
 // The engine's behaviour: accumulation, retain_graph, grad mode, detach, names,
 // hooks, version checks and its documented errors (by exact text).
+#include <variant>
+
 #include <catch2/catch.hpp>
 
 #include "ember.h"
@@ -154,4 +156,18 @@ TEST_CASE("a deep chain runs without recursion limits", "[autograd]") {
   for (int i = 0; i < 20000; ++i) y = y * 1.0;
   y.sum().backward();
   REQUIRE(x.grad().item<float>() == 1.0f);
+}
+
+// A rule that asks for a tensor its front-end did not save (an op row and its rule
+// that disagree) is told so by name; attributes read as the wrong struct throw too.
+TEST_CASE("saved tensors and attributes are read by name and type", "[autograd][errors]") {
+  Tensor x = tensor(std::vector<double>{1.0, 2.0}).requires_grad_();
+  const Tensor y = x.exp();
+  const auto& node = *y.grad_fn();
+  CHECK(node.saved_tensor("y").to_vector<double>() == y.detach().to_vector<double>());
+  REQUIRE_THROWS_MATCHES(node.saved_tensor("x"), Error, Message("internal error: ExpBackward0 has no saved tensor 'x'"));
+  const Tensor s = x.sum({0}, true);
+  CHECK(s.grad_fn()->attrs_as<ReduceAttrs>().dims == std::vector<int64_t>{0});
+  CHECK(s.grad_fn()->attrs_as<ReduceAttrs>().keepdim);
+  CHECK_THROWS_AS(s.grad_fn()->attrs_as<Conv2dAttrs>(), std::bad_variant_access);
 }
