@@ -264,6 +264,13 @@ static void test_tensor_create(void) {
     CHECK_STATUS(ember_tensor_create(NULL, negative, 2, EMBER_DTYPE_FLOAT32, &bad), EMBER_ERROR_VALUE);
     CHECK_MESSAGE("empty: negative dimension -1 in shape [2, -1]");
   }
+  {
+    const int64_t huge[2] = {(int64_t)1 << 62, 8};
+    CHECK_STATUS(ember_tensor_create(NULL, huge, 2, EMBER_DTYPE_FLOAT32, &bad), EMBER_ERROR_OUT_OF_MEMORY);
+    CHECK_MESSAGE("tensor of shape [4611686018427387904, 8] and dtype float32 is too large to allocate "
+                  "(its size in bytes overflows 64 bits)");
+    CHECK(bad == NULL);
+  }
 
   CHECK_STATUS(ember_tensor_shape(t, got_shape, 1), EMBER_ERROR_INVALID_ARGUMENT);
   CHECK_MESSAGE("ember_tensor_shape: capacity 1 is less than ndim 2");
@@ -649,10 +656,13 @@ static void test_model_run_errors(ember_model* model) {
   CHECK_OK(ember_tensor_create(NULL, three_channels, 4, EMBER_DTYPE_FLOAT32, &wrong));
   outs[0] = kPoison;
   CHECK_STATUS(ember_model_run(model, (const ember_tensor* const*)&wrong, 1, outs, 1), EMBER_ERROR_SHAPE);
+  CHECK_MESSAGE("Given groups=1, weight of size [6, 1, 5, 5], expected input[1, 3, 28, 28] to have 1 channels, "
+                "but got 3 channels instead");
   CHECK(outs[0] == NULL);
   ember_tensor_free(wrong);
   CHECK_OK(ember_tensor_create(NULL, good, 4, EMBER_DTYPE_FLOAT64, &wrong));
   CHECK_STATUS(ember_model_run(model, (const ember_tensor* const*)&wrong, 1, outs, 1), EMBER_ERROR_DTYPE);
+  CHECK_MESSAGE("conv2d: expected input, weight and bias to have the same dtype, but got float64, float32 and float32");
   ember_tensor_free(wrong);
   ember_tensor_free(x);
 }
