@@ -49,11 +49,13 @@ ember_status status_of_current_exception() {
     return fail(EMBER_ERROR_FORMAT, e.what());
   } catch (const DistError& e) {
     return fail(EMBER_ERROR_DIST, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(EMBER_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::bad_alloc& e) {
+    return fail(EMBER_ERROR_OUT_OF_MEMORY, e.what());
   } catch (const std::exception& e) {
     return fail(EMBER_ERROR_INTERNAL, e.what());
   } catch (...) {
+    // Unreachable through the API (the library throws std::exceptions only); kept so
+    // that nothing can cross the boundary.
     return fail(EMBER_ERROR_INTERNAL, "unknown exception");
   }
 }
