@@ -82,9 +82,9 @@ EMBER_C_API ember_status ember_model_run(ember_model* model, const ember_tensor*
                                          ember_tensor** outputs, size_t n_outputs) {
   constexpr const char* fn = "ember_model_run";
   return guard([&] {
-    require(model, fn, "model");
     require(outputs, fn, "outputs");
-    for (size_t i = 0; i < n_outputs; ++i) outputs[i] = nullptr;
+    for (size_t i = 0; i < n_outputs; ++i) outputs[i] = nullptr;  // null whenever the call fails
+    require(model, fn, "model");
     if (n_outputs != model->num_outputs)
       throw InvalidArgument(std::string(fn) + ": n_outputs is " + std::to_string(n_outputs) + " but the model gives " +
                             count_str(model->num_outputs, "output"));

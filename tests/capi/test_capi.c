@@ -623,6 +623,7 @@ static void test_model_errors(const char* weights, const char* other_file) {
   CHECK(ember_model_num_inputs(NULL) == 0 && ember_model_num_outputs(NULL) == 0);
   CHECK_STATUS(ember_model_run(NULL, NULL, 1, &out, 1), EMBER_ERROR_INVALID_ARGUMENT);
   CHECK_MESSAGE("ember_model_run: model is NULL");
+  CHECK(out == NULL);
   ember_model_free(NULL);
 }
 
