@@ -1,12 +1,22 @@
 // Thread control shared by the CPU kernels. Ember uses OpenMP; set_num_threads
-// changes how many threads every later kernel uses.
+// changes how many threads every later kernel uses, on every thread of the
+// process (docs/embedding.md, "Threads").
 #pragma once
+
+#include "kernels/base/export.h"
 
 #include <cstdint>
 
+EMBER_API_BEGIN
+
 namespace ember {
 
+// Process-wide: a call from any thread sets the team size of every kernel that
+// starts afterwards, on any thread (n < 1 means 1). Not an OpenMP per-thread
+// setting; a kernel already running keeps its team.
 void set_num_threads(int n);
+// The team size kernels use: the last set_num_threads, or before any call,
+// OpenMP's default for the calling thread (OMP_NUM_THREADS, else one per core).
 int get_num_threads();
 
 // Below this many elements of work a kernel runs on one thread: waking the team
@@ -14,3 +24,5 @@ int get_num_threads();
 inline constexpr int64_t kParallelGrain = 32768;
 
 }  // namespace ember
+
+EMBER_API_END

@@ -18,7 +18,7 @@ namespace {
 // float32: x *= inv; bad |= (exponent bits all ones).
 bool unscale_f32(float* p, int64_t n, float inv) {
   unsigned bad = 0;
-#pragma omp parallel for simd reduction(| : bad) schedule(static) if (n >= kParallelGrain)
+#pragma omp parallel for simd num_threads(get_num_threads()) reduction(| : bad) schedule(static) if (n >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
     uint32_t bits;
     std::memcpy(&bits, &p[i], 4);
@@ -35,7 +35,7 @@ bool unscale_16(H* p, int64_t n, float inv) {
   constexpr uint16_t exp_mask = std::is_same_v<H, Half> ? 0x7c00u : 0x7f80u;
   unsigned bad = 0;
   const int64_t blocks = (n + kHalfBlock - 1) / kHalfBlock;
-#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) reduction(| : bad) schedule(static) if (n >= kParallelGrain)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t i0 = b * kHalfBlock, len = std::min<int64_t>(kHalfBlock, n - i0);
     float buf[kHalfBlock];

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "kernels/base/error.h"
+#include "kernels/base/parallel.h"
 #include "kernels/cpu/conv2d_kernels.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/scratch.h"
@@ -66,7 +67,7 @@ thread_local Scratch scratch;
 int team_size(int64_t n, double macs) {
   if (n < 2 || omp_in_parallel()) return 1;
   if (double(n) * macs < kParallelMacs) return 1;
-  return int(std::min<int64_t>(n, omp_get_max_threads()));
+  return int(std::min<int64_t>(n, get_num_threads()));
 }
 
 // How many fixed image ranges the weight gradient of a batch of n is cut into: up

@@ -13,6 +13,7 @@
 
 #include "kernels/base/dispatch.h"
 #include "kernels/base/error.h"
+#include "kernels/base/parallel.h"
 #include "kernels/base/philox.h"
 #include "kernels/base/functors.h"
 #include "kernels/cpu/half_vec.h"
@@ -150,7 +151,7 @@ bool copy_transposed(const StridedLoop& L) {
   constexpr int64_t T = 32;
   const int64_t R = L.sizes[nd - 2], C = L.sizes[nd - 1];
   const int64_t outer = L.numel / (R * C), tiles_r = (R + T - 1) / T, tiles_c = (C + T - 1) / T;
-#pragma omp parallel for collapse(2) schedule(static) if (L.numel >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) collapse(2) schedule(static) if (L.numel >= kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t tr = 0; tr < tiles_r; ++tr) {
       int64_t rem = o, off_out = 0, off_in = 0;
@@ -202,11 +203,11 @@ void copy_loop(const StridedLoop& L) {
 
 template <class Body>
 void parallel_range(int64_t n, Body&& body) {
-  if (n < kParallelGrain || omp_get_max_threads() <= 1) {
+  if (n < kParallelGrain || get_num_threads() <= 1) {
     body(int64_t{0}, n);
     return;
   }
-#pragma omp parallel
+#pragma omp parallel num_threads(get_num_threads())
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t b = n * t / nt, e = n * (t + 1) / nt;

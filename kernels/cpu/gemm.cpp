@@ -4,6 +4,7 @@
 // for L2); OpenMP threads split the rows (or columns) of C, sharing one packed copy
 // of each B block when B is large.
 #include "kernels/cpu/gemm.h"
+#include "kernels/base/parallel.h"
 #include "kernels/cpu/scratch.h"
 
 #include <omp.h>
@@ -353,7 +354,7 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_r
   int nt = 1;
   if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kSerialWork &&
       team_health.threads_ok()) {
-    nt = omp_get_max_threads();
+    nt = get_num_threads();
     const int64_t tiles = cdiv(m, K.mr) * cdiv(n, K.nr);
     if (tiles < nt) nt = int(tiles);
   }
@@ -380,7 +381,7 @@ void gemm_batched_impl(int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, 
                        int64_t b_rs, int64_t b_cs, T beta, T* c, int64_t c_bs, int64_t c_rs,
                        int64_t c_cs) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
-  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int nt = omp_in_parallel() ? 1 : get_num_threads();
   const double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));
   // Whole matrices per thread need no barriers and no shared packing, so they win
   // whenever the batch divides evenly enough: measured on 2 threads, 16 x 64^3 ran

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/base/parallel.h"
 #include "kernels/cpu/gemm_int8_kernel.h"
 #include "kernels/cpu/isa.h"
 
@@ -88,14 +89,14 @@ void run(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const i
     K.panel(rows, std::min(kInt8PanelCols, n - col0), kp, a + r0 * lda, lda, packed_w + p * kp * kInt8PanelCols,
             ep, col0, static_cast<char*>(c) + (r0 * ldc + col0) * int64_t(elem), ldc);
   };
-  const bool threads = !omp_in_parallel() && omp_get_max_threads() > 1 && items > 1 &&
+  const bool threads = !omp_in_parallel() && get_num_threads() > 1 && items > 1 &&
                        double(m) * double(n) * double(k) >= kSerialWork &&
                        (m > 1 || double(n) * double(kp) >= kSerialRowBytes);
   if (!threads) {
     for (int64_t it = 0; it < items; ++it) item(it);
     return;
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static)
   for (int64_t it = 0; it < items; ++it) item(it);
 }
 

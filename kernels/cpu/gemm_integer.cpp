@@ -15,7 +15,7 @@ void gemm_integer(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k,
       const T* A = static_cast<const T*>(a);
       const T* B = static_cast<const T*>(b);
       T* C = static_cast<T*>(c);
-#pragma omp parallel for collapse(2) schedule(static) if (batch * m * n * k >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) collapse(2) schedule(static) if (batch * m * n * k >= kParallelGrain)
       for (int64_t p = 0; p < batch; ++p)
         for (int64_t i = 0; i < m; ++i) {
           T* crow = C + p * c_bs + i * c_rs;

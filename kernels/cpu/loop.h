@@ -55,7 +55,7 @@ void strided_range(const StridedLoop& L, int64_t begin, int64_t end, Body& body)
 template <int N, class Body>
 void strided_for(const StridedLoop& L, Body&& body) {
   if (L.numel <= 0) return;
-  const int threads = omp_get_max_threads();
+  const int threads = get_num_threads();
   if (threads <= 1 || L.numel < kParallelGrain) {
     strided_range<N>(L, 0, L.numel, body);
     return;

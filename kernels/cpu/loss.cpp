@@ -47,7 +47,7 @@ T log_sum_exp(const T* x, int64_t c) {
 template <class T>
 void ce_forward(int64_t n, int64_t c, const T* x, const int64_t* t, int64_t ignore, T* loss,
                 T* lse) {
-#pragma omp parallel for schedule(static) if (n * c >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n * c >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
     const T* xi = x + i * c;
     const T l = log_sum_exp(xi, c);
@@ -59,7 +59,7 @@ void ce_forward(int64_t n, int64_t c, const T* x, const int64_t* t, int64_t igno
 template <class T>
 void ce_backward(int64_t n, int64_t c, const T* x, const int64_t* t, int64_t ignore,
                  const T* lse, const T* gl, T* gx) {
-#pragma omp parallel for schedule(static) if (n * c >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n * c >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
     const T* xi = x + i * c;
     T* gi = gx + i * c;

@@ -17,7 +17,7 @@ void sgd_step(DType dt, int64_t n, void* param, const void* grad, void* momentum
     T* buf = static_cast<T*>(momentum_buffer);
     const A lr = static_cast<A>(h.lr), mom = static_cast<A>(h.momentum), wd = static_cast<A>(h.weight_decay);
     const A damp = static_cast<A>(1 - h.dampening);
-#pragma omp parallel for schedule(static) if (n >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n >= kParallelGrain)
     for (int64_t i = 0; i < n; ++i) {
       A d = static_cast<A>(g[i]) + wd * static_cast<A>(p[i]);
       if (buf) {
@@ -47,7 +47,7 @@ void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg
     // 1 - beta computed in double and rounded once, as PyTorch passes it as an
     // alpha (rounding beta to float32 first is ~200 ulp off for beta2 = 0.999).
     const A one_minus_b1 = static_cast<A>(1 - h.beta1), one_minus_b2 = static_cast<A>(1 - h.beta2);
-#pragma omp parallel for schedule(static) if (n >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n >= kParallelGrain)
     for (int64_t i = 0; i < n; ++i) {
       A pi = static_cast<A>(p[i]), gi = static_cast<A>(g[i]);
       if (h.decoupled) pi *= decay;

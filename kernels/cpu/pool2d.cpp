@@ -106,7 +106,7 @@ void for_plane_ranges(const Pool2dShape& s, F&& f) {
   if (planes <= 0) return;
   const int64_t work = planes * std::max<int64_t>(s.h * s.w, s.h_out * s.w_out);
   const bool team = work >= kParallelGrain && planes > 1 && !omp_in_parallel();
-#pragma omp parallel if (team)
+#pragma omp parallel num_threads(get_num_threads()) if (team)
   {
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     f(planes * t / nt, planes * (t + 1) / nt);

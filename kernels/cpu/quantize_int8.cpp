@@ -36,7 +36,7 @@ MinMax min_max(const float* x, int64_t n) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   if (chunks == 1 || omp_in_parallel()) return kernels().min_max(x, n);
   std::vector<MinMax> part(static_cast<size_t>(chunks));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static)
   for (int64_t c = 0; c < chunks; ++c)
     part[size_t(c)] = kernels().min_max(x + c * kChunk, std::min(kChunk, n - c * kChunk));
   MinMax r = part[0];
@@ -52,7 +52,7 @@ void quantize(const float* x, int64_t rows, int64_t cols, int64_t x_rs, float in
               int32_t qmin, int32_t qmax, DType out_dt, void* out, int64_t out_rs, int64_t padded_cols, int32_t pad) {
   if (out_dt != DType::Int8 && out_dt != DType::UInt8) return;  // the front-ends admit only these two
   const bool u8 = out_dt == DType::UInt8;
-#pragma omp parallel for schedule(static) if (rows * cols >= kParallelGrain && rows > 1 && !omp_in_parallel())
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * cols >= kParallelGrain && rows > 1 && !omp_in_parallel())
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * x_rs;
     if (u8) {
@@ -69,7 +69,7 @@ void quantize(const float* x, int64_t rows, int64_t cols, int64_t x_rs, float in
 
 void dequantize(const void* q, DType q_dt, int64_t n, float scale, int32_t zero_point, float* out) {
   auto run = [&](const auto* p) {
-#pragma omp parallel for schedule(static) if (n >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n >= kParallelGrain)
     for (int64_t i = 0; i < n; ++i) out[i] = scale * float(int32_t(p[i]) - zero_point);
   };
   switch (q_dt) {

@@ -198,7 +198,7 @@ struct Reducer {
     const int64_t ns = std::min<int64_t>(d0, kSlices);
     std::vector<Acc<T>> parts(ns, Acc<T>{op});
     auto pass = [&] {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static)
       for (int64_t i = 0; i < ns; ++i) walk(base, d0 * i / ns, d0 * (i + 1) / ns, parts[i]);
     };
     pass();
@@ -313,7 +313,7 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
     }
   };
   if (jobs >= kSlices || work < kParallelGrain) {
-#pragma omp parallel for schedule(static) if (work >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (work >= kParallelGrain)
     for (int64_t job = 0; job < jobs; ++job) {
       const int64_t row = job / blocks_per_row, c0 = (job % blocks_per_row) * B, n = std::min(B, inner - c0);
       int64_t in_off, out_off;
@@ -333,7 +333,7 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
     int64_t in_off, out_off;
     outer_offsets.offsets(row, in_off, out_off);
     std::fill(partial.begin(), partial.end(), sum_acc_t<T>(0));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static)
     for (int64_t i = 0; i < ns; ++i)
       column_block<T>(g, in + in_off + c0, n, g.red_numel * i / ns, g.red_numel * (i + 1) / ns, &partial[i * B]);
     for (int64_t i = 1; i < ns; ++i)
@@ -361,7 +361,7 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
       return;
     }
     const int64_t work = g.out_numel * std::max<int64_t>(g.red_numel, 1);
-#pragma omp parallel for schedule(static) if (work >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (work >= kParallelGrain)
     for (int64_t o = 0; o < g.out_numel; ++o) {
       int64_t in_off, out_off;
       r.offsets(o, in_off, out_off);

@@ -41,13 +41,13 @@ template <class T>
 void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
   using A = sm_acc_t<T>;
   if constexpr (std::is_same_v<T, float>) {
-#pragma omp parallel for schedule(static) if (rows * dim >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * dim >= kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) softmax_row_f32(in + r * dim, out + r * dim, dim, log);
     return;
   } else if constexpr (is_half_v<T>) {
     // Half rows: widened into a float row (vector conversions), the float32 row
     // kernel, narrowed once on store. Accumulation is float32 throughout.
-#pragma omp parallel if (rows * dim >= kParallelGrain)
+#pragma omp parallel num_threads(get_num_threads()) if (rows * dim >= kParallelGrain)
     {
       std::vector<float> x(dim), y(dim);
 #pragma omp for schedule(static)
@@ -59,7 +59,7 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
     }
     return;
   }
-#pragma omp parallel for schedule(static) if (rows * dim >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * dim >= kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* x = in + r * dim;
     T* y = out + r * dim;
@@ -91,7 +91,7 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
 template <class T>
 void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* out, bool log) {
   using A = sm_acc_t<T>;
-#pragma omp parallel for schedule(static) if (outer * dim * inner >= kParallelGrain)
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (outer * dim * inner >= kParallelGrain)
   for (int64_t o = 0; o < outer; ++o) {
     const T* x = in + o * dim * inner;
     T* y = out + o * dim * inner;
