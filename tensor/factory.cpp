@@ -37,12 +37,6 @@ int64_t numel_of_checked(const Shape& shape, DType dtype) {
   return n;
 }
 
-int64_t numel_of(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
-
 }  // namespace
 
 Tensor empty_strided(const Shape& shape, const Shape& strides, TensorOptions options) {
@@ -164,18 +158,31 @@ Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, TensorOp
 Tensor from_blob(void* data, const Shape& shape, DType dtype, const Shape& strides,
                  std::function<void(void*)> deleter, Device device) {
   check_shape("from_blob", shape);
-  if (!data && numel_of(shape) != 0) throw ValueError("from_blob: data is null but the shape has elements");
+  // No memory as large as a shape whose byte count overflows can exist, so such a
+  // shape (from a hostile file or a C caller) is an argument error, checked before
+  // any product is used.
+  const auto too_large = [&] {
+    return ValueError(msg("from_blob: shape ", shape_str(shape), " and dtype ", dtype,
+                          " span more bytes than fit in 64 bits"));
+  };
+  int64_t count = 1;
+  for (int64_t s : shape)
+    if (__builtin_mul_overflow(count, s, &count)) throw too_large();
+  if (!data && count != 0) throw ValueError("from_blob: data is null but the shape has elements");
   Shape st = strides.empty() ? contiguous_strides(shape) : strides;
   if (st.size() != shape.size())
     throw ValueError(msg("from_blob: ", shape.size(), " sizes but ", st.size(), " strides"));
-  int64_t extent = numel_of(shape) == 0 ? 0 : 1;
+  int64_t extent = count == 0 ? 0 : 1, nbytes = 0;
   if (extent)
     for (size_t d = 0; d < shape.size(); ++d) {
       if (st[d] < 0) throw ValueError("from_blob: negative strides are not supported");
-      extent += (shape[d] - 1) * st[d];
+      int64_t span = 0;
+      if (__builtin_mul_overflow(shape[d] - 1, st[d], &span) || __builtin_add_overflow(extent, span, &extent))
+        throw too_large();
     }
+  if (__builtin_mul_overflow(extent, static_cast<int64_t>(dtype_size(dtype)), &nbytes)) throw too_large();
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(data, static_cast<size_t>(extent) * dtype_size(dtype), device,
+  impl->storage = std::make_shared<Storage>(data, static_cast<size_t>(nbytes), device,
                                             std::move(deleter));
   impl->sizes = shape;
   impl->strides = st;

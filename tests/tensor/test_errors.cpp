@@ -183,6 +183,11 @@ TEST_CASE("creation errors", "[errors][creation]") {
   float buf[4];
   EXPECT_ERROR(from_blob(buf, {2}, kFloat32, {1, 1}), ValueError, "from_blob: 1 sizes but 2 strides");
   EXPECT_ERROR(from_blob(buf, {2}, kFloat32, {-1}), ValueError, "from_blob: negative strides are not supported");
+  // Sizes whose element count, or whose byte count, overflows int64 never reach a multiplication.
+  EXPECT_ERROR(from_blob(buf, {int64_t(1) << 62, 4}, kFloat32), ValueError,
+               "from_blob: shape [4611686018427387904, 4] and dtype float32 span more bytes than fit in 64 bits");
+  EXPECT_ERROR(from_blob(buf, {int64_t(1) << 62}, kFloat64), ValueError,
+               "from_blob: shape [4611686018427387904] and dtype float64 span more bytes than fit in 64 bits");
   EXPECT_ERROR(clamp(zeros({2}), std::nullopt, std::nullopt), ValueError,
                "clamp: at least one of 'min' or 'max' must not be None");
 }
