@@ -4,10 +4,14 @@
 // .grad() and fire their hooks.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <vector>
 
 #include "tensor/graph.h"
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::autograd {
 
@@ -20,3 +24,5 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
 std::vector<Tensor> apply_backward(Node& node, const std::vector<Tensor>& grad_outputs);
 
 }  // namespace ember::autograd
+
+EMBER_API_END

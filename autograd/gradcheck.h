@@ -3,11 +3,15 @@
 // output element, two forward calls per input element), so keep inputs small.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::autograd {
 
@@ -24,3 +28,5 @@ bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const
                const GradcheckOptions& options = {}, std::string* why = nullptr);
 
 }  // namespace ember::autograd
+
+EMBER_API_END

@@ -7,7 +7,7 @@
 #include "capi/capi_internal.h"
 #include "ember_config.h"
 #include "kernels/base/parallel.h"
-#include "kernels/cpu/isa.h"
+#include "tensor/build_info.h"
 
 namespace {
 
@@ -40,7 +40,7 @@ EMBER_C_API const char* ember_build_config(void) {
   try {
     text = std::string("cuda=") + on_off(EMBER_HAVE_CUDA) + " cudnn=" + on_off(EMBER_HAVE_CUDNN) +
            " nccl=" + on_off(EMBER_HAVE_NCCL) + " mpi=" + on_off(EMBER_HAVE_MPI) +
-           " cpu_kernels=" + ember::cpu::isa_name(ember::cpu::active_isa());
+           " cpu_kernels=" + ember::cpu_kernels();
   } catch (...) {
     text.clear();  // out of memory for a few dozen bytes: nothing sensible to say
   }

@@ -10,11 +10,15 @@
 // module before every forward.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "nn/module.h"
+
+EMBER_API_BEGIN
 
 namespace ember::dist {
 
@@ -39,3 +43,5 @@ class DataParallel : public nn::Module {
 };
 
 }  // namespace ember::dist
+
+EMBER_API_END

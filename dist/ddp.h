@@ -11,12 +11,16 @@
 //   loss = cross_entropy((*ddp)(x_shard), y_shard); loss.backward(); opt.step();
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "dist/process_group.h"
 #include "nn/module.h"
+
+EMBER_API_BEGIN
 
 namespace ember::dist {
 
@@ -79,3 +83,5 @@ class DistributedDataParallel : public nn::Module {
 };
 
 }  // namespace ember::dist
+
+EMBER_API_END

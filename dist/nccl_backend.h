@@ -5,12 +5,16 @@
 // after the collective. Built only when EMBER_HAVE_NCCL.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include "ember_config.h"
 #if EMBER_HAVE_NCCL
 
 #include <memory>
 
 #include "dist/process_group.h"
+
+EMBER_API_BEGIN
 
 namespace ember::dist {
 
@@ -36,3 +40,5 @@ class NcclProcessGroup : public ProcessGroup {
 }  // namespace ember::dist
 
 #endif  // EMBER_HAVE_NCCL
+
+EMBER_API_END

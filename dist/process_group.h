@@ -11,6 +11,8 @@
 // instead of hanging. docs/dist.md explains the design.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -20,6 +22,8 @@
 #include <string>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::dist {
 
@@ -120,3 +124,5 @@ inline Tensor all_gather(const Tensor& t) { return default_group().all_gather(t)
 inline void barrier() { default_group().barrier(); }
 
 }  // namespace ember::dist
+
+EMBER_API_END

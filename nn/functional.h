@@ -3,11 +3,15 @@
 // dropout, batch_norm, mse_loss and flatten are compositions of recorded ops.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <optional>
 
 #include "tensor/generator.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn::functional {
 
@@ -48,3 +52,5 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduct
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
 }  // namespace ember::nn::functional
+
+EMBER_API_END

@@ -2,8 +2,12 @@
 // recording autograd, from `gen` (the default generator if null).
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include "tensor/generator.h"
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn::init {
 
@@ -18,3 +22,5 @@ std::pair<int64_t, int64_t> fan_in_and_out(const Tensor& t);
 void kaiming_uniform_(Tensor& t, double a = 0, Generator* gen = nullptr);
 
 }  // namespace ember::nn::init
+
+EMBER_API_END

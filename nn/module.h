@@ -5,6 +5,8 @@
 // change parameters in place: every handle to a parameter sees the new data.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,6 +14,8 @@
 
 #include "tensor/ops.h"
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn {
 
@@ -102,3 +106,5 @@ std::ostream& operator<<(std::ostream& os, const Module& m);
 std::string repr_float(double v);
 
 }  // namespace ember::nn
+
+EMBER_API_END

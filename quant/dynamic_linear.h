@@ -11,6 +11,8 @@
 // whenever one of them changes (load_state_dict, to(device)).
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <array>
 #include <memory>
 #include <mutex>
@@ -18,6 +20,8 @@
 #include "nn/layers/linear.h"
 #include "nn/module.h"
 #include "quant/linear_int8.h"
+
+EMBER_API_BEGIN
 
 namespace ember::quant {
 
@@ -74,3 +78,5 @@ class DynamicQuantizedLinear : public nn::Module {
 void check_weight_qparams(const std::string& name, const Tensor& scale, const Tensor& zero_point);
 
 }  // namespace ember::quant
+
+EMBER_API_END

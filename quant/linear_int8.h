@@ -4,9 +4,13 @@
 // (kernels/cpu/gemm_int8.h, kernels/cuda/gemm_int8.h).
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::quant {
 
@@ -40,3 +44,5 @@ PackedLinearInt8 pack_linear_int8(const Tensor& weight, const Tensor& scales, co
 Tensor linear_int8_dynamic(const Tensor& x, const PackedLinearInt8& w, const char* op = "linear_dynamic");
 
 }  // namespace ember::quant
+
+EMBER_API_END

@@ -5,10 +5,14 @@
 // weights (MinMaxObserver / PerChannelMinMaxObserver with a symmetric qscheme).
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 #include <utility>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::quant {
 
@@ -45,3 +49,5 @@ std::pair<Tensor, Tensor> choose_symmetric_qparams_per_channel(const Tensor& x, 
                                                                bool reduce_range = false);
 
 }  // namespace ember::quant
+
+EMBER_API_END

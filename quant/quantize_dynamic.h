@@ -3,12 +3,16 @@
 // dynamically quantized version, in place and recursively, then returns the model.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <memory>
 #include <set>
 #include <string>
 
 #include "nn/module.h"
 #include "quant/dynamic_linear.h"
+
+EMBER_API_BEGIN
 
 namespace ember::quant {
 
@@ -21,3 +25,5 @@ std::shared_ptr<nn::Module> quantize_dynamic(std::shared_ptr<nn::Module> model,
                                              DType dtype = kInt8, QScheme qscheme = QScheme::PerChannel);
 
 }  // namespace ember::quant
+
+EMBER_API_END

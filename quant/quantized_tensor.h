@@ -4,9 +4,13 @@
 // quantized dtypes, so they print, save and move like any tensor.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::quant {
 
@@ -32,3 +36,5 @@ QuantizedTensor quantize_per_channel(const Tensor& x, const Tensor& scales, cons
 Tensor dequantize(const QuantizedTensor& q);
 
 }  // namespace ember::quant
+
+EMBER_API_END

@@ -6,9 +6,13 @@
 // exactly, and nothing is changed unless every check passes. See docs/errors.md.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <string>
 
 #include "nn/module.h"
+
+EMBER_API_BEGIN
 
 namespace ember::quant {
 
@@ -22,3 +26,5 @@ void load_quantized(nn::Module& model, const std::string& path);
 void load_quantized_state_dict(nn::Module& model, const nn::StateDict& state);
 
 }  // namespace ember::quant
+
+EMBER_API_END

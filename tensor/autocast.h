@@ -8,11 +8,15 @@
 // is what tensor/ consults, so tensor/ never depends on nn/.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstddef>
 #include <initializer_list>
 #include <optional>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::autocast {
 
@@ -75,3 +79,5 @@ std::optional<Tensor> run(Policy policy, Op&& op, const Args&... args) {
 }
 
 }  // namespace ember::autocast
+
+EMBER_API_END

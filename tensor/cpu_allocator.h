@@ -6,7 +6,11 @@
 // memory synchronously to find them.)
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstddef>
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -19,3 +23,5 @@ size_t cpu_memory_cached();
 void cpu_set_cache_limit(size_t bytes);
 
 }  // namespace ember
+
+EMBER_API_END

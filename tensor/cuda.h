@@ -3,7 +3,11 @@
 // is false and device_count() is 0; the calls that need a device raise DeviceError.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstddef>
+
+EMBER_API_BEGIN
 
 namespace ember::cuda {
 
@@ -35,3 +39,5 @@ void reset_peak_memory_stats(int device = -1);
 void empty_cache();
 
 }  // namespace ember::cuda
+
+EMBER_API_END

@@ -5,9 +5,13 @@
 // Printed as PyTorch prints devices: cpu, cuda:0, meta, emu:1.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 #include <ostream>
 #include <string>
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -47,3 +51,5 @@ inline const Device kCPU{DeviceType::CPU};
 inline const Device kMeta{DeviceType::Meta};
 
 }  // namespace ember
+
+EMBER_API_END

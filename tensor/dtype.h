@@ -2,10 +2,14 @@
 // kernels/base/scalar.h so that kernels can name dtypes too.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <ostream>
 #include <string>
 
 #include "kernels/base/scalar.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -38,3 +42,5 @@ bool can_cast(DType from, DType to);
 std::ostream& operator<<(std::ostream& os, DType d);
 
 }  // namespace ember
+
+EMBER_API_END

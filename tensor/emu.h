@@ -7,8 +7,12 @@
 // the counters let a test see what crossed, and when the current device changed.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstddef>
 #include <cstdint>
+
+EMBER_API_BEGIN
 
 namespace ember::emu {
 
@@ -41,3 +45,5 @@ enum class Transfer { HostToDevice, DeviceToHost, DeviceToDevice };
 void transfer(void* dst, const void* src, size_t nbytes, Transfer kind, bool non_blocking);
 
 }  // namespace ember::emu
+
+EMBER_API_END

@@ -3,8 +3,12 @@
 // seed gives the same tensors whatever the thread count.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 #include <mutex>
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -27,3 +31,5 @@ Generator& default_generator();
 void manual_seed(uint64_t seed);
 
 }  // namespace ember
+
+EMBER_API_END

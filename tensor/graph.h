@@ -4,6 +4,8 @@
 // AccumulateGrad node. tensor/ only builds this graph; autograd/ walks it.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -13,6 +15,8 @@
 #include "tensor/op_attrs.h"
 #include "tensor/op_list.h"
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -131,3 +135,5 @@ Edge gradient_edge(const Tensor& t);
 void bump_version(const Tensor& t);
 
 }  // namespace ember
+
+EMBER_API_END

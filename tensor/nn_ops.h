@@ -4,11 +4,15 @@
 // defaults; the backward functions are what the rules in autograd/ call.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <array>
 #include <optional>
 #include <tuple>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -53,3 +57,5 @@ Tensor nll_loss_backward(const Tensor& grad_loss, const Tensor& targets, const S
                          int64_t ignore_index);
 
 }  // namespace ember
+
+EMBER_API_END

@@ -5,10 +5,14 @@
 // position in a list. Elementwise ops have no attributes.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <array>
 #include <cstdint>
 #include <variant>
 #include <vector>
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -64,3 +68,5 @@ using OpAttrs = std::variant<std::monostate, ReduceAttrs, DimAttrs, PermuteAttrs
                              Conv2dAttrs, MaxPool2dAttrs, AvgPool2dAttrs, LossAttrs>;
 
 }  // namespace ember
+
+EMBER_API_END

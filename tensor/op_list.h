@@ -8,7 +8,11 @@
 // A consumer's X takes (Name, name, ...): elementwise rows carry more columns.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include "kernels/base/ops.def.h"
+
+EMBER_API_BEGIN
 
 #define EMBER_OTHER_AUTOGRAD_OPS(X)                                                            \
   X(Where, where)                                                                             \
@@ -38,3 +42,5 @@ enum class OpId : unsigned char {
 const char* backward_name(OpId op);
 
 }  // namespace ember
+
+EMBER_API_END

@@ -4,6 +4,8 @@
 // promotion as PyTorch), allocates, and dispatches to the kernel for the device.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <functional>
 #include <optional>
 #include <tuple>
@@ -12,6 +14,8 @@
 #include "kernels/base/ops.def.h"
 #include "tensor/generator.h"
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -128,5 +132,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b);
 DType result_type(const std::vector<Tensor>& operands);
 
 }  // namespace ember
+
+EMBER_API_END
 
 #include "tensor/tensor_from_values.h"

@@ -3,11 +3,15 @@
 // a floating literal, because PyTorch's type promotion depends on that.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 #include <string>
 #include <type_traits>
 
 #include "kernels/base/scalar.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -53,3 +57,5 @@ class Scalar {
 };
 
 }  // namespace ember
+
+EMBER_API_END

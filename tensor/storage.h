@@ -3,6 +3,8 @@
 // width of an AVX-512 load). Meta storage has a size but no memory.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +12,8 @@
 #include <memory>
 
 #include "tensor/device.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -54,3 +58,5 @@ class Storage {
 };
 
 }  // namespace ember
+
+EMBER_API_END

@@ -4,6 +4,8 @@
 // The math lives in free functions (tensor/ops.h); the methods here forward to them.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 #include <initializer_list>
 #include <functional>
@@ -21,6 +23,8 @@
 #include "tensor/dtype.h"
 #include "tensor/scalar.h"
 #include "tensor/storage.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -205,3 +209,5 @@ std::vector<T> Tensor::to_vector() const {
 }
 
 }  // namespace ember
+
+EMBER_API_END

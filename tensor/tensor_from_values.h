@@ -2,9 +2,13 @@
 // ops.h because it is a template and needs the definitions inline.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstring>
 
 #include "tensor/ops.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -29,3 +33,5 @@ Tensor tensor(const std::vector<T>& values, const Shape& shape, TensorOptions op
 }
 
 }  // namespace ember
+
+EMBER_API_END

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "ember.h"
-#include "kernels/cpu/gemm_int8.h"
 #include "models.h"
 #include "nn/data/fashion_mnist.h"
 #include "nn/serialize/safetensors.h"
@@ -87,7 +86,7 @@ int main(int argc, char** argv) {
     const Tensor x1000 = test.images().narrow(0, 0, 1000).contiguous();
 
     std::printf("model %s from %s, %d threads, int8 kernel %s\n", arch.c_str(), model_file.c_str(), threads,
-                cpu::gemm_int8_kernel_name());
+                int8_gemm_kernel().c_str());
     const Eval f = evaluate(*model, test);
     const double f_lat1 = median_latency(*model, x1, calls1), f_lat1000 = median_latency(*model, x1000, calls1000);
 

@@ -4,8 +4,12 @@
 // macro, for one) raise these too.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <stdexcept>
 #include <string>
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -32,3 +36,5 @@ EMBER_DECLARE_ERROR(DistError)
 #undef EMBER_DECLARE_ERROR
 
 }  // namespace ember
+
+EMBER_API_END

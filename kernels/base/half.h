@@ -4,8 +4,12 @@
 // Conversions round to nearest, ties to even, and keep NaN, Inf and subnormals right.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <bit>
 #include <cstdint>
+
+EMBER_API_BEGIN
 
 #if defined(__CUDACC__)
 #define EMBER_HD __host__ __device__
@@ -101,3 +105,5 @@ struct BFloat16 {
 };
 
 }  // namespace ember
+
+EMBER_API_END

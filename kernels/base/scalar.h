@@ -3,11 +3,15 @@
 // mapping and the dtype switch in dispatch.h are all generated from it.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/base/half.h"
+
+EMBER_API_BEGIN
 
 namespace ember {
 
@@ -78,3 +82,5 @@ template <class T> inline constexpr bool is_half_v =
 template <class T> inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_half_v<T>;
 
 }  // namespace ember
+
+EMBER_API_END

@@ -14,9 +14,13 @@
 // (the master weights) and receive float32 gradients through the recorded casts.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <optional>
 
 #include "tensor/autocast.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn::amp {
 
@@ -40,3 +44,5 @@ inline bool is_autocast_enabled(DeviceType device_type) { return ember::autocast
 inline DType get_autocast_dtype(DeviceType device_type) { return ember::autocast::lower_dtype(device_type); }
 
 }  // namespace ember::nn::amp
+
+EMBER_API_END

@@ -15,12 +15,16 @@
 // float32 (master weights) or bfloat16; float16 gradients are refused, as PyTorch.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <map>
 #include <optional>
 #include <string>
 
 #include "nn/module.h"
 #include "nn/optim/optimizer.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn::amp {
 
@@ -78,3 +82,5 @@ class GradScaler {
 };
 
 }  // namespace ember::nn::amp
+
+EMBER_API_END

@@ -7,6 +7,8 @@
 //     for (Batch& batch : loader.epoch(e)) train_step(batch.inputs, batch.targets);
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 #include <functional>
 #include <iterator>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::data {
 
@@ -109,3 +113,5 @@ class DataLoader::Epoch {
 };
 
 }  // namespace ember::data
+
+EMBER_API_END

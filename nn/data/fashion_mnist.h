@@ -3,10 +3,14 @@
 // Images come out as torchvision's ToTensor gives them: float32 in [0, 1].
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <string>
 #include <vector>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::data {
 
@@ -35,3 +39,5 @@ class FashionMNIST {
 };
 
 }  // namespace ember::data
+
+EMBER_API_END

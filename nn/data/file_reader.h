@@ -3,11 +3,15 @@
 // this one never care which; gzip is recognised by its magic bytes, not the name.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
+
+EMBER_API_BEGIN
 
 namespace ember::data {
 
@@ -43,3 +47,5 @@ class FileReader {
 };
 
 }  // namespace ember::data
+
+EMBER_API_END

@@ -3,9 +3,13 @@
 // plain or gzipped. Every size in the header is checked against the file itself.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <string>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::data {
 
@@ -17,3 +21,5 @@ namespace ember::data {
 Tensor read_idx(const std::string& path);
 
 }  // namespace ember::data
+
+EMBER_API_END

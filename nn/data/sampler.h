@@ -3,8 +3,12 @@
 // DistributedSampler as plain functions of their arguments, with no state).
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 #include <vector>
+
+EMBER_API_BEGIN
 
 namespace ember::data {
 
@@ -21,3 +25,5 @@ std::vector<int64_t> shuffled_indices(int64_t n, uint64_t seed, int64_t epoch);
 std::vector<int64_t> shard_indices(const std::vector<int64_t>& order, int64_t num_replicas, int64_t rank);
 
 }  // namespace ember::data
+
+EMBER_API_END

@@ -1,12 +1,16 @@
 // The small layers: activations, Flatten, pooling, Dropout and Sequential.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <initializer_list>
 #include <optional>
 
 #include "nn/module.h"
 #include "tensor/generator.h"
 #include "tensor/nn_ops.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn {
 
@@ -69,3 +73,5 @@ class Sequential : public Module {
 };
 
 }  // namespace ember::nn
+
+EMBER_API_END

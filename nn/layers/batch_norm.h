@@ -2,7 +2,11 @@
 // statistics in training and running statistics in eval.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include "nn/module.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn {
 
@@ -19,3 +23,5 @@ class BatchNorm2d : public Module {
 };
 
 }  // namespace ember::nn
+
+EMBER_API_END

@@ -1,8 +1,12 @@
 // Conv2d over [N, C, H, W] with stride, padding, dilation and groups.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include "nn/module.h"
 #include "tensor/nn_ops.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn {
 
@@ -26,3 +30,5 @@ class Conv2d : public Module {
 };
 
 }  // namespace ember::nn
+
+EMBER_API_END

@@ -1,7 +1,11 @@
 // Linear: y = x W^T + b, with PyTorch's default initialisation.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include "nn/module.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn {
 
@@ -15,3 +19,5 @@ class Linear : public Module {
 };
 
 }  // namespace ember::nn
+
+EMBER_API_END

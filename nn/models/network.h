@@ -4,9 +4,13 @@
 // parameter names match the PyTorch original, so state dicts move between them.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include "nn/layers/conv2d.h"
 #include "nn/layers/linear.h"
 #include "nn/module.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn {
 
@@ -23,3 +27,5 @@ class Network : public Module {
 };
 
 }  // namespace ember::nn
+
+EMBER_API_END

@@ -5,11 +5,15 @@
 // like a model (safetensors).
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <map>
 #include <string>
 #include <vector>
 
 #include "nn/module.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn::optim {
 
@@ -95,3 +99,5 @@ class StepLR {
 };
 
 }  // namespace ember::nn::optim
+
+EMBER_API_END

@@ -3,8 +3,12 @@
 // leaves either the old file or the new one, never a half-written mix.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstddef>
 #include <string>
+
+EMBER_API_BEGIN
 
 namespace ember::serialize {
 
@@ -33,3 +37,5 @@ class AtomicFile {
 };
 
 }  // namespace ember::serialize
+
+EMBER_API_END

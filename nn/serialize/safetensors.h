@@ -3,12 +3,16 @@
 // and byte range, then the raw little-endian, row-major data. See docs/errors.md.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::serialize {
 
@@ -35,3 +39,5 @@ NamedTensors load_safetensors(const std::string& path);
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 
 }  // namespace ember::serialize
+
+EMBER_API_END

@@ -3,11 +3,15 @@
 // `tensorboard --logdir DIR` plots Ember training runs.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <optional>
 #include <string>
+
+EMBER_API_BEGIN
 
 namespace ember::serialize {
 
@@ -45,3 +49,5 @@ class SummaryWriter {
 };
 
 }  // namespace ember::serialize
+
+EMBER_API_END

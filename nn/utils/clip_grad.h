@@ -5,9 +5,13 @@
 // first, so that the norm measured is the true gradients', not the scaled ones'.
 #pragma once
 
+#include "kernels/base/export.h"
+
 #include <vector>
 
 #include "tensor/tensor.h"
+
+EMBER_API_BEGIN
 
 namespace ember::nn::utils {
 
@@ -25,3 +29,5 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);
 
 }  // namespace ember::nn::utils
+
+EMBER_API_END
