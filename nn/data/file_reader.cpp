@@ -1,9 +1,15 @@
 // FileReader: plain files through stdio, gzip files through zlib's inflate (not
 // gzread: its messages carry zlib's own "<fd:N>" prefix and it silently drops
 // garbage after the compressed data, where we want every anomaly reported).
+// A build without zlib (-Dzlib=disabled) reads plain files only and names the
+// problem when it meets a gzip one.
 #include "nn/data/file_reader.h"
 
+#include "ember_config.h"
+
+#if EMBER_HAVE_ZLIB
 #include <zlib.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +19,7 @@
 
 namespace ember::data {
 
+#if EMBER_HAVE_ZLIB
 struct FileReader::Inflater {
   z_stream z{};
   unsigned char in[1 << 16];
@@ -22,6 +29,9 @@ struct FileReader::Inflater {
   bool done = false;
   ~Inflater() { inflateEnd(&z); }
 };
+#else
+struct FileReader::Inflater {};
+#endif
 
 FileReader::FileReader(const std::string& path) : path_(path) {
   file_.reset(std::fopen(path.c_str(), "rb"));
@@ -29,6 +39,9 @@ FileReader::FileReader(const std::string& path) : path_(path) {
   unsigned char magic[2];
   const size_t got = read_raw(magic, 2);
   if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+#if !EMBER_HAVE_ZLIB
+    throw FormatError(path + ": gzip-compressed, and this build of Ember has no zlib; decompress it first (gunzip)");
+#else
     inflater_ = std::make_unique<Inflater>();
     // 16 + MAX_WBITS: expect a gzip wrapper and check its CRC and length. It can
     // fail only for want of memory.
@@ -37,6 +50,7 @@ FileReader::FileReader(const std::string& path) : path_(path) {
     std::memcpy(inflater_->in, magic, 2);
     inflater_->z.next_in = inflater_->in;
     inflater_->z.avail_in = 2;
+#endif
   } else {
     // Not gzip: the bytes just peeked belong to the data, so read again from the start.
     if (got > 0 && std::fseek(file_.get(), 0, SEEK_SET) != 0)
@@ -73,6 +87,7 @@ size_t FileReader::read_raw(void* dst, size_t n) {
   return got;
 }
 
+#if EMBER_HAVE_ZLIB
 size_t FileReader::inflate_some(void* dst, size_t n) {
   Inflater& s = *inflater_;
   z_stream& z = s.z;
@@ -108,5 +123,9 @@ size_t FileReader::inflate_some(void* dst, size_t n) {
   }
   return asked - z.avail_out;
 }
+#else
+// Never reached: without zlib the constructor refuses gzip files.
+size_t FileReader::inflate_some(void*, size_t) { return 0; }
+#endif
 
 }  // namespace ember::data
