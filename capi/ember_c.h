@@ -76,7 +76,8 @@ EMBER_C_API const char* ember_build_config(void);
 
 /* ---- threads ---- */
 
-/* How many threads later CPU kernels use (ember::set_num_threads). n < 1 gives
+/* How many threads later CPU kernels use (ember::set_num_threads): process-wide,
+ * for kernels on every thread, whichever thread calls it. n < 1 gives
  * EMBER_ERROR_INVALID_ARGUMENT. */
 EMBER_C_API ember_status ember_set_num_threads(int n);
 EMBER_C_API int ember_get_num_threads(void);
