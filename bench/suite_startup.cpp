@@ -4,6 +4,10 @@
 // and runs one batch-1 inference; `--load-only` returns at main, which isolates
 // loading libember.so. The floor is the same measurement of /bin/true: a process
 // that does nothing. Median of 20 starts each, the three alternating.
+// EMBER_STARTUP_PROBE names another build's probe: scripts/check-library-only
+// builds one against the library-only, CPU-only libember.so, which is what an
+// application that embeds Ember for CPU inference loads (the CUDA build's library
+// pulls in cuBLAS, cuBLASLt, cuDNN and NCCL at load time).
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -43,7 +48,9 @@ double median(std::vector<double> v) {
 }
 
 void run(const Options&, Report& report) {
-  const std::string probe = std::string(EMBER_BENCH_BUILD_DIR) + "/ember-startup-probe";
+  const char* chosen = std::getenv("EMBER_STARTUP_PROBE");
+  const std::string probe = chosen && *chosen ? chosen : std::string(EMBER_BENCH_BUILD_DIR) + "/ember-startup-probe";
+  std::printf("startup: probe %s\n", probe.c_str());
   const std::string weights = std::string(EMBER_BENCH_SOURCE_DIR) + "/../tests/nn/data/safetensors_seed_net.safetensors";
   const std::vector<std::vector<std::string>> commands = {{probe, weights}, {probe, "--load-only"}, {"/bin/true"}};
   std::vector<std::vector<double>> times(commands.size());

@@ -4,14 +4,26 @@
 
 #include <string_view>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace ember::cpu {
 namespace {
+
+#if defined(__x86_64__)
+// F16C straight from CPUID (leaf 1, ECX): clang's __builtin_cpu_supports does not
+// know the name, and Ember builds with clang for its sanitizer and fuzzing runs.
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
 
 bool runs(Isa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
   switch (isa) {

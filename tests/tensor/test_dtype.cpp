@@ -58,7 +58,13 @@ uint16_t ref_float_to_bf16(float f) {
 bool half_is_nan(uint16_t b) { return (b & 0x7c00) == 0x7c00 && (b & 0x3ff); }
 bool bf16_is_nan(uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f); }
 
+// GCC's _Float16 is the second reference for float16 rounding. Clang 14 has no
+// _Float16 on x86 (the sanitizer builds use clang), so there the cases that need it
+// are left out and the float64 reference (half_value) stands alone.
+#if defined(__FLT16_MAX__)
+#define EMBER_TEST_COMPILER_HALF 1
 uint16_t gcc_half_bits(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+#endif
 
 }  // namespace
 
@@ -68,7 +74,11 @@ TEST_CASE("float16: every bit pattern decodes to its IEEE value and round-trips"
     const uint16_t h = static_cast<uint16_t>(b);
     const float f = half_bits_to_float(h);
     const double want = half_value(h);
+#ifdef EMBER_TEST_COMPILER_HALF
     const float gcc = static_cast<float>(std::bit_cast<_Float16>(h));
+#else
+    const float gcc = f;
+#endif
     if (std::isnan(want)) {
       if (!std::isnan(f)) ++bad_decode;
       if (!half_is_nan(float_to_half_bits(f))) ++bad_roundtrip;
@@ -86,6 +96,7 @@ TEST_CASE("float16: every bit pattern decodes to its IEEE value and round-trips"
   CHECK(std::signbit(half_bits_to_float(0x8000)));
 }
 
+#ifdef EMBER_TEST_COMPILER_HALF
 TEST_CASE("float -> float16 rounds to nearest even like GCC's _Float16", "[dtype]") {
   int64_t bad = 0;
   uint32_t first_bad = 0;
@@ -132,6 +143,7 @@ TEST_CASE("float -> float16 rounds to nearest even like GCC's _Float16", "[dtype
   CHECK(float_to_half_bits(1.0f + std::ldexp(1.f, -11)) == 0x3c00);  // tie, even stays
   CHECK(float_to_half_bits(1.0f + 3 * std::ldexp(1.f, -11)) == 0x3c02);
 }
+#endif
 
 TEST_CASE("float -> bfloat16 rounds to nearest even (double reference)", "[dtype]") {
   int64_t bad = 0;
