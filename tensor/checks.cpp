@@ -18,6 +18,17 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
   return dim < 0 ? dim + n : dim;
 }
 
+int64_t checked_numel(const Shape& shape) {
+  int64_t n = 1;
+  bool overflow = false;
+  for (int64_t s : shape) {
+    if (s == 0) return 0;  // an empty shape has no elements, whatever its other sizes
+    overflow = overflow || __builtin_mul_overflow(n, s, &n);
+  }
+  if (overflow) throw ShapeError(msg("shape ", shape_str(shape), " has more elements than int64 can count"));
+  return n;
+}
+
 void throw_no_kernel(const char* op, const Tensor& t) {
   throw NotImplementedError(msg(op, ": no kernel for device ", t.device(), " and dtype ", t.dtype()));
 }

@@ -24,6 +24,10 @@ inline void check_same_device(const Tensor& a, const Tensor& b) { check_same_dev
 
 // Wraps a possibly negative dim into [0, ndim); 0-dim tensors accept -1 and 0.
 int64_t wrap_dim(int64_t dim, int64_t ndim);
+// The number of elements of `shape`, or ShapeError "shape {shape} has more elements
+// than int64 can count" when the product overflows. Every tensor and view is made
+// through it, so Tensor::numel() never overflows.
+int64_t checked_numel(const Shape& shape);
 // Raised for an op with no kernel for this device (CUDA tensors before the CUDA backend).
 [[noreturn]] void throw_no_kernel(const char* op, const Tensor& t);
 

@@ -30,12 +30,6 @@ Device resolve(Device d) {
                              " is too large to allocate (its size in bytes overflows 64 bits)"));
 }
 
-int64_t numel_of_checked(const Shape& shape, DType dtype) {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    if (__builtin_mul_overflow(n, s, &n)) throw_too_large(shape, dtype);
-  return n;
-}
 
 }  // namespace
 
@@ -43,7 +37,7 @@ Tensor empty_strided(const Shape& shape, const Shape& strides, TensorOptions opt
   check_shape("empty_strided", shape);
   const Device dev = resolve(options.device);
   // Bytes needed, with every product checked: a hostile shape must raise, not wrap.
-  int64_t extent = numel_of_checked(shape, options.dtype) == 0 ? 0 : 1, nbytes = 0;
+  int64_t extent = checked_numel(shape) == 0 ? 0 : 1, nbytes = 0;
   for (size_t d = 0; extent && d < shape.size(); ++d) {
     int64_t span = 0;
     if (__builtin_mul_overflow(shape[d] - 1, strides[d], &span) || __builtin_add_overflow(extent, span, &extent))
@@ -165,9 +159,7 @@ Tensor from_blob(void* data, const Shape& shape, DType dtype, const Shape& strid
     return ValueError(msg("from_blob: shape ", shape_str(shape), " and dtype ", dtype,
                           " span more bytes than fit in 64 bits"));
   };
-  int64_t count = 1;
-  for (int64_t s : shape)
-    if (__builtin_mul_overflow(count, s, &count)) throw too_large();
+  const int64_t count = checked_numel(shape);
   if (!data && count != 0) throw ValueError("from_blob: data is null but the shape has elements");
   Shape st = strides.empty() ? contiguous_strides(shape) : strides;
   if (st.size() != shape.size())

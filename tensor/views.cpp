@@ -11,6 +11,7 @@ namespace ember {
 namespace {
 
 Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
+  (void)checked_numel(sizes);  // expand({1 << 40, 1 << 40}) and the like: ShapeError
   auto impl = std::make_shared<TensorImpl>(t.impl());
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);
@@ -42,8 +43,9 @@ Shape infer_size(const Shape& shape, int64_t numel) {
       infer = static_cast<int>(i);
     } else if (shape[i] < 0) {
       throw ShapeError(msg("invalid shape dimension ", shape[i]));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      // No tensor has that many elements, so the shape cannot match this one.
+      throw ShapeError(msg("shape '", shape_str(shape), "' is invalid for input of size ", numel));
     }
   }
   if (infer >= 0 && known != 0 && numel % known == 0) {
@@ -277,8 +279,10 @@ Tensor Tensor::as_strided(const Shape& sizes, const Shape& strides, std::optiona
   bool empty_view = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0 || strides[i] < 0) throw ValueError("as_strided: negative sizes or strides are not supported");
+    int64_t span = 0;
     if (sizes[i] == 0) empty_view = true;
-    else hi += (sizes[i] - 1) * strides[i];
+    else if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) || __builtin_add_overflow(hi, span, &hi))
+      throw IndexError("as_strided: the view reaches past the last element int64 can index");
   }
   const int64_t capacity = static_cast<int64_t>(storage()->nbytes() / element_size());
   if (off < 0 || (!empty_view && hi >= capacity))

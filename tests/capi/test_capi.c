@@ -266,8 +266,11 @@ static void test_tensor_create(void) {
   }
   {
     const int64_t huge[2] = {(int64_t)1 << 62, 8};
-    CHECK_STATUS(ember_tensor_create(NULL, huge, 2, EMBER_DTYPE_FLOAT32, &bad), EMBER_ERROR_OUT_OF_MEMORY);
-    CHECK_MESSAGE("tensor of shape [4611686018427387904, 8] and dtype float32 is too large to allocate "
+    CHECK_STATUS(ember_tensor_create(NULL, huge, 2, EMBER_DTYPE_FLOAT32, &bad), EMBER_ERROR_SHAPE);
+    CHECK_MESSAGE("shape [4611686018427387904, 8] has more elements than int64 can count");
+    CHECK(bad == NULL);
+    CHECK_STATUS(ember_tensor_create(NULL, huge, 1, EMBER_DTYPE_FLOAT32, &bad), EMBER_ERROR_OUT_OF_MEMORY);
+    CHECK_MESSAGE("tensor of shape [4611686018427387904] and dtype float32 is too large to allocate "
                   "(its size in bytes overflows 64 bits)");
     CHECK(bad == NULL);
   }

@@ -183,18 +183,38 @@ TEST_CASE("creation errors", "[errors][creation]") {
   float buf[4];
   EXPECT_ERROR(from_blob(buf, {2}, kFloat32, {1, 1}), ValueError, "from_blob: 1 sizes but 2 strides");
   EXPECT_ERROR(from_blob(buf, {2}, kFloat32, {-1}), ValueError, "from_blob: negative strides are not supported");
-  // Sizes whose element count, or whose byte count, overflows int64 never reach a multiplication.
-  EXPECT_ERROR(from_blob(buf, {int64_t(1) << 62, 4}, kFloat32), ValueError,
-               "from_blob: shape [4611686018427387904, 4] and dtype float32 span more bytes than fit in 64 bits");
+  // Sizes whose element count, or whose byte count, overflows int64 never reach an unchecked multiplication.
+  EXPECT_ERROR(from_blob(buf, {int64_t(1) << 62, 4}, kFloat32), ShapeError,
+               "shape [4611686018427387904, 4] has more elements than int64 can count");
   EXPECT_ERROR(from_blob(buf, {int64_t(1) << 62}, kFloat64), ValueError,
                "from_blob: shape [4611686018427387904] and dtype float64 span more bytes than fit in 64 bits");
   EXPECT_ERROR(clamp(zeros({2}), std::nullopt, std::nullopt), ValueError,
                "clamp: at least one of 'min' or 'max' must not be None");
 }
 
+TEST_CASE("views whose sizes overflow int64 raise before any product is formed", "[errors][views]") {
+  const Tensor t = zeros({2, 3});
+  const int64_t big = int64_t{1} << 62;
+  EXPECT_ERROR(t.reshape({big, 8, 3}), ShapeError, "shape '[4611686018427387904, 8, 3]' is invalid for input of size 6");
+  EXPECT_ERROR(t.view({big, big, -1}), ShapeError,
+               "shape '[4611686018427387904, 4611686018427387904, -1]' is invalid for input of size 6");
+  EXPECT_ERROR(zeros({1, 1}).expand({big, 8}), ShapeError,
+               "shape [4611686018427387904, 8] has more elements than int64 can count");
+  EXPECT_ERROR(t.as_strided({2, big}, {1, big}), IndexError,
+               "as_strided: the view reaches past the last element int64 can index");
+  CHECK(zeros({1, 1}).expand({big, 1}).numel() == big);  // large but countable: a valid view
+}
+
 TEST_CASE("allocation errors", "[errors][memory]") {
-  EXPECT_ERROR(empty({int64_t{1} << 40, int64_t{1} << 40}), OutOfMemoryError,
-               "tensor of shape [1099511627776, 1099511627776] and dtype float32 is too large to allocate (its size in "
+  // More elements than int64 counts: a shape error, before any size in bytes is formed.
+  EXPECT_ERROR(empty({int64_t{1} << 40, int64_t{1} << 40}), ShapeError,
+               "shape [1099511627776, 1099511627776] has more elements than int64 can count");
+  EXPECT_ERROR(zeros({3, int64_t{1} << 62, 8}), ShapeError,
+               "shape [3, 4611686018427387904, 8] has more elements than int64 can count");
+  CHECK(empty({0, int64_t{1} << 62, 8}).numel() == 0);  // a zero size: no elements, no overflow
+  // The elements fit, their bytes do not.
+  EXPECT_ERROR(empty({int64_t{1} << 62}), OutOfMemoryError,
+               "tensor of shape [4611686018427387904] and dtype float32 is too large to allocate (its size in "
                "bytes overflows 64 bits)");
   EXPECT_ERROR(empty({int64_t{1} << 46}, kFloat64), OutOfMemoryError,
                "CPU out of memory: tried to allocate 562949953421312 bytes");
