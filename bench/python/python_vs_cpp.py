@@ -1,0 +1,123 @@
+"""Python against C++, side by side in one run:
+
+1. The FashionMNIST tutorial's epoch (seed network, Adam lr 0.01, batch 100): the C++
+   program examples/train_fashion_mnist, then the Python tutorial
+   examples/python/train_fashion_mnist.py fed by ember's DataLoader with the same seed
+   (the same batches in the same order), then the Python tutorial's own loop over slices;
+   each run twice, alternating, the faster of each kept. Reports epoch seconds, the
+   ratio Python / C++, and the test accuracy of each.
+2. Per-op overhead: nanoseconds per call of small ops from C++ (ember-op-overhead),
+   from Python through ember, and from Python through PyTorch when it is installed.
+
+    python3 bench/python/python_vs_cpp.py --build build [--epochs 1] [--train-limit 0]
+
+Prints a table and, with --json FILE, writes the numbers there.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import timeit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_cpp_epoch(build, args):
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [os.path.join(build, "examples", "train_fashion_mnist"), "--epochs", str(args.epochs), "--lr", "0.01",
+               "--batch-size", "100", "--seed", str(args.seed), "--threads", str(args.threads), "--quiet",
+               "--out", out, "--device", "cpu"]
+        if args.train_limit:
+            cmd += ["--train-limit", str(args.train_limit)]
+        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    m = re.findall(r"epoch (\d+): loss ([\d.]+), test accuracy ([\d.]+) \(([\d.]+) s\)", text)
+    last = m[-1]
+    return {"loss": float(last[1]), "accuracy": float(last[2]), "epoch_s": min(float(r[3]) for r in m)}
+
+
+def run_python_epoch(build, args, loader):
+    cmd = [sys.executable, os.path.join(ROOT, "examples", "python", "train_fashion_mnist.py"), "--epochs",
+           str(args.epochs), "--seed", str(args.seed), "--threads", str(args.threads), "--loader", loader, "--json"]
+    if args.train_limit:
+        cmd += ["--train-limit", str(args.train_limit)]
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
+    text = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    rows = json.loads(text.strip().splitlines()[-1])
+    return {"loss": rows[-1]["loss"], "accuracy": rows[-1]["accuracy"],
+            "epoch_s": min(r["epoch_duration"] for r in rows)}
+
+
+def best(runs):
+    out = dict(runs[0])
+    out["epoch_s"] = min(r["epoch_s"] for r in runs)
+    return out
+
+
+def per_call_ns(stmt, setup_globals, number=100000):
+    timer = timeit.Timer(stmt, globals=setup_globals)
+    return min(timer.repeat(repeat=5, number=number)) / number * 1e9
+
+
+def op_overhead(build):
+    cpp = json.loads(subprocess.run([os.path.join(build, "bench", "python", "ember-op-overhead")], check=True,
+                                    capture_output=True, text=True).stdout)
+    sys.path.insert(0, os.path.join(build, "python"))
+    import ember
+    g = {"a": ember.ones(1), "b": ember.ones(1), "c": ember.ones(1), "m": ember.ones(4, 4)}
+    calls = {"add": "a + b", "add_": "c.add_(b)", "relu": "a.relu()", "sum": "a.sum()", "matmul_4x4": "m @ m"}
+    py = {k: per_call_ns(v, g) for k, v in calls.items()}
+    torch_ns, torch_version = None, None
+    try:
+        import torch
+        torch_version = torch.__version__
+        tg = {"a": torch.ones(1), "b": torch.ones(1), "c": torch.ones(1), "m": torch.ones(4, 4)}
+        torch_ns = {k: per_call_ns(v, tg) for k, v in calls.items()}
+    except ImportError:
+        pass
+    return {"cpp": cpp, "ember_python": py, "torch": torch_ns, "torch_version": torch_version}
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Python against C++: tutorial epoch and per-op overhead")
+    parser.add_argument("--build", default=os.environ.get("EMBER_BUILD_DIR", os.path.join(ROOT, "build")))
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--train-limit", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json", help="write the results to this file")
+    args = parser.parse_args()
+    build = os.path.abspath(args.build)
+
+    cpp, py_loader, py_slices = [], [], []
+    for _ in range(args.repeats):  # alternating, so that load on the machine hits all alike
+        cpp.append(run_cpp_epoch(build, args))
+        py_loader.append(run_python_epoch(build, args, "dataloader"))
+        py_slices.append(run_python_epoch(build, args, "slices"))
+    cpp, py_loader, py_slices = best(cpp), best(py_loader), best(py_slices)
+    print(f"FashionMNIST tutorial, batch 100, Adam lr 0.01, seed {args.seed}, {args.threads} threads, "
+          f"{args.epochs} epoch(s){', first %d images' % args.train_limit if args.train_limit else ''}")
+    print(f"{'':34} {'epoch_s':>8} {'x C++':>6} {'loss':>8} {'test acc':>8}")
+    for name, r in [("C++ examples/train_fashion_mnist", cpp), ("Python, DataLoader (same batches)", py_loader),
+                    ("Python, slices (the tutorial)", py_slices)]:
+        print(f"{name:34} {r['epoch_s']:8.2f} {r['epoch_s'] / cpp['epoch_s']:6.2f} {r['loss']:8.4f} "
+              f"{r['accuracy']:8.4f}")
+
+    ops = op_overhead(build)
+    print(f"\nper call, ns (best of 5 x 100,000 calls; 1-element float32 tensors, 4x4 for matmul)")
+    torch_label = f"PyTorch {ops['torch_version']}" if ops["torch"] else "PyTorch (not installed)"
+    print(f"{'call':12} {'C++':>8} {'Python':>8} {'binding':>8} {torch_label:>14}")
+    for k in ops["cpp"]:
+        t = f"{ops['torch'][k]:14.0f}" if ops["torch"] else f"{'-':>14}"
+        print(f"{k:12} {ops['cpp'][k]:8.0f} {ops['ember_python'][k]:8.0f} "
+              f"{ops['ember_python'][k] - ops['cpp'][k]:8.0f} {t}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"cpp": cpp, "python_dataloader": py_loader, "python_slices": py_slices, "ops": ops}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
