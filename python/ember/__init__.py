@@ -113,6 +113,6 @@ def numel(input):
     return input.numel()
 
 
-from . import cuda, amp, nn, optim, utils, quantization, serialization  # noqa: E402
+from . import cuda, amp, nn, optim, utils, quantization, serialization, distributed  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .serialization import save, load  # noqa: E402

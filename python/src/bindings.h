@@ -25,6 +25,7 @@ void init_functional(py::module_& m);
 void init_optim(py::module_& m);
 void init_data(py::module_& m);
 void init_extras(py::module_& m);
+void init_dist(py::module_& m);
 
 // An int or a sequence of ints (PyTorch accepts both for sizes and dims).
 Shape to_shape(py::handle obj);

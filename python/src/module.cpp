@@ -15,4 +15,5 @@ PYBIND11_MODULE(_C, m) {
   init_optim(m);
   init_data(m);
   init_extras(m);
+  init_dist(m);
 }

@@ -254,9 +254,15 @@ void init_tensor(py::module_& m) {
         nogil([&] { t.backward(g, retain_graph); return 0; });
       }, py::arg("gradient") = py::none(), py::arg("retain_graph") = false)
       .def("register_post_accumulate_grad_hook", [](Tensor& t, py::function hook) {
-        t.register_post_accumulate_grad_hook([hook](const Tensor& leaf) {
+        // The hook runs inside backward (GIL released) and may be freed there when
+        // the tensor goes: both take the GIL.
+        std::shared_ptr<py::function> fn(new py::function(std::move(hook)), [](py::function* f) {
           py::gil_scoped_acquire gil;
-          hook(leaf);
+          delete f;
+        });
+        t.register_post_accumulate_grad_hook([fn](const Tensor& leaf) {
+          py::gil_scoped_acquire gil;
+          (*fn)(leaf);
         });
       }, py::arg("hook"));
 }

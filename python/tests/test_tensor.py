@@ -201,3 +201,11 @@ def test_free_functions():
     assert ember.where(a > 0, a, 0.0).tolist() == [1.0, 0.0]
     assert ember.clamp(a, min=-1.0).tolist() == [1.0, -1.0]
     assert ember.matmul(ember.ones(2, 3), ember.ones(3, 4)).shape == (2, 4)
+
+
+def test_post_accumulate_grad_hook_runs_python_inside_backward():
+    p = ember.ones(3, requires_grad=True)
+    seen = []
+    p.register_post_accumulate_grad_hook(lambda leaf: seen.append(leaf.grad.tolist()))
+    (p * 2).sum().backward()
+    assert seen == [[2.0, 2.0, 2.0]]
