@@ -30,7 +30,12 @@ def longest_pause_while(fn):
 
 def test_matmul_releases_the_gil():
     a = ember.randn(1200, 1200)
-    duration, pause = longest_pause_while(lambda: [a @ a for _ in range(3)])
+    threads = ember.get_num_threads()
+    ember.set_num_threads(1)  # one kernel thread: longer matmuls, and a core left for this loop
+    try:
+        duration, pause = longest_pause_while(lambda: [a @ a for _ in range(3)])
+    finally:
+        ember.set_num_threads(threads)
     assert duration > 0.05
     # Held, the loop would stop for a whole matmul (duration / 3); Python's switch interval is 5 ms.
     assert pause < duration / 6, f"main thread paused {pause:.3f} s of {duration:.3f} s"

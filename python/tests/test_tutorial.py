@@ -69,3 +69,32 @@ def test_tutorial_run_trains():
     rows = example.train_run(Run, train, test, epochs=1, seed=0, loader="dataloader", train_limit=3000,
                              log=lambda _: None)
     assert rows[0]["accuracy"] > 0.4  # 30 steps on 3000 images (0.57 measured) beat chance (0.1) by far
+
+
+def cpp_program():
+    build = os.environ.get("EMBER_BUILD_DIR", "")
+    path = os.path.join(build, "examples", "train_fashion_mnist")
+    return path if build and os.access(path, os.X_OK) else None
+
+
+@needs_fashion
+@pytest.mark.skipif(cpp_program() is None, reason="the C++ example train_fashion_mnist is not built")
+def test_full_epoch_accuracy_matches_the_cpp_program(tmp_path):
+    # The acceptance check: one epoch of the tutorial (batch 100, Adam lr 0.01, seed 0)
+    # in Python, fed the same batches as the C++ program (ember's DataLoader, same
+    # seed), reaches the C++ program's test accuracy within 0.2 point.
+    import json
+    import subprocess
+    subprocess.run([cpp_program(), "--epochs", "1", "--lr", "0.01", "--batch-size", "100", "--seed", "0",
+                    "--threads", "2", "--quiet", "--device", "cpu", "--out", str(tmp_path)], check=True,
+                   capture_output=True)
+    cpp = json.loads((tmp_path / "results.json").read_text())[-1]
+    example = load_example()
+    ember.set_num_threads(2)
+    train = ember.utils.data.FashionMNIST(train=True)
+    test = ember.utils.data.FashionMNIST(train=False)
+    Run = example.RunBuilder.get_runs({"lr": [0.01], "batch_size": [100]})[0]
+    py = example.train_run(Run, train, test, epochs=1, seed=0, loader="dataloader", log=lambda _: None)[-1]
+    assert abs(py["accuracy"] - cpp["accuracy"]) <= 0.002, (py["accuracy"], cpp["accuracy"])
+    assert abs(py["loss"] - cpp["loss"]) < 1e-4, (py["loss"], cpp["loss"])
+    assert cpp["accuracy"] > 0.75  # a real epoch, not a degenerate one
