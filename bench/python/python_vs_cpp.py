@@ -11,7 +11,10 @@
 
     python3 bench/python/python_vs_cpp.py --build build [--epochs 1] [--train-limit 0]
 
-Prints a table and, with --json FILE, writes the numbers there.
+Prints a table and, with --json FILE, writes the numbers there. Runs with
+OMP_WAIT_POLICY=passive (unless set), as Ember's tests and benchmarks do: on a shared
+machine busy-waiting OpenMP threads make epoch times swing several-fold
+(docs/performance.md, "Shared machines").
 """
 import argparse
 import json
@@ -20,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 import timeit
+
+# Before ember (and OpenMP) loads in this process; the children inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -53,6 +59,7 @@ def run_python_epoch(build, args, loader):
 def best(runs):
     out = dict(runs[0])
     out["epoch_s"] = min(r["epoch_s"] for r in runs)
+    out["all_epoch_s"] = [round(r["epoch_s"], 3) for r in runs]
     return out
 
 
@@ -87,7 +94,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--train-limit", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args()
     build = os.path.abspath(args.build)
@@ -104,7 +111,7 @@ def main():
     for name, r in [("C++ examples/train_fashion_mnist", cpp), ("Python, DataLoader (same batches)", py_loader),
                     ("Python, slices (the tutorial)", py_slices)]:
         print(f"{name:34} {r['epoch_s']:8.2f} {r['epoch_s'] / cpp['epoch_s']:6.2f} {r['loss']:8.4f} "
-              f"{r['accuracy']:8.4f}")
+              f"{r['accuracy']:8.4f}   (runs: {', '.join(f'{t:.2f}' for t in r['all_epoch_s'])})")
 
     ops = op_overhead(build)
     print(f"\nper call, ns (best of 5 x 100,000 calls; 1-element float32 tensors, 4x4 for matmul)")

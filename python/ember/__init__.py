@@ -116,3 +116,4 @@ def numel(input):
 from . import cuda, amp, nn, optim, utils, quantization, serialization, distributed  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .serialization import save, load  # noqa: E402
+from .nn import parallel as _parallel  # noqa: E402,F401  (ember.nn.parallel)
