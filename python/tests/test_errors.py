@@ -55,3 +55,15 @@ def test_value_error_from_bad_device_string():
 def test_format_error_for_a_missing_file(tmp_path):
     with pytest.raises(ember.FormatError):
         ember.serialization.load_file(str(tmp_path / "missing.safetensors"))
+
+
+@pytest.mark.skipif(ember.cuda.is_available(), reason="a CUDA device is present")
+def test_cuda_unavailable_message():
+    msg = "CUDA is not available: Ember was built without CUDA support or no CUDA device is present"
+    with pytest.raises(ember.DeviceError) as e:
+        ember.ones(2).cuda()
+    assert str(e.value) == msg
+    with pytest.raises(ember.DeviceError):
+        ember.zeros(2, device="cuda")
+    with pytest.raises(ember.DeviceError):
+        ember.nn.Linear(2, 2).to("cuda")
