@@ -146,9 +146,13 @@ void init_factories(py::module_& m) {
   m.def("full", [](py::object size, py::handle value, py::object dtype, py::object device, bool requires_grad) {
     const Shape s = to_shape(size);
     const Scalar v = to_scalar(value);
-    Tensor t = dtype.is_none() && device.is_none() ? nogil([&] { return ember::full(s, v, std::nullopt); })
-               : nogil([&] { return ember::full(s, v, options(dtype, device, v.is_bool() ? kBool : v.is_integral()
-                                                                           ? kInt64 : kFloat32)); });
+    Tensor t;
+    if (dtype.is_none() && device.is_none()) {
+      t = nogil([&] { return ember::full(s, v, std::nullopt); });
+    } else {
+      const TensorOptions o = options(dtype, device, v.is_bool() ? kBool : v.is_integral() ? kInt64 : kFloat32);
+      t = nogil([&] { return ember::full(s, v, o); });
+    }
     return finish(t, requires_grad);
   }, py::arg("size"), py::arg("fill_value"), py::kw_only(), kw("dtype") = py::none(), kw("device") = py::none(),
      kw("requires_grad") = false);
@@ -193,8 +197,9 @@ void init_factories(py::module_& m) {
     else if (py::isinstance<py::array>(data)) t = from_numpy(py::reinterpret_borrow<py::array>(data));
     else return tensor_from_data(data, dtype, device, false);
     const TensorOptions o = options(dtype, device, t.dtype());
-    if (o.dtype == t.dtype() && (device.is_none() || o.device == t.device())) return t;
-    return nogil([&] { return t.to(device.is_none() ? t.device() : o.device, o.dtype); });
+    const Device target = device.is_none() ? t.device() : o.device;
+    if (o.dtype == t.dtype() && target == t.device()) return t;
+    return nogil([&] { return t.to(target, o.dtype); });
   }, py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
 
   // ---- process and thread state ----

@@ -110,14 +110,23 @@ void init_nn(py::module_& m) {
         module_to(self.cast<Module&>(), args, kwargs);
         return self;
       })
-      .def("cpu", [](py::object self) { nogil([&] { self.cast<Module&>().to(kCPU); return 0; }); return self; })
+      .def("cpu", [](py::object self) {
+        Module& m = self.cast<Module&>();
+        nogil([&] { m.to(kCPU); return 0; });
+        return self;
+      })
       .def("cuda", [](py::object self, py::object device) {
         const Device d = device.is_none() ? Device("cuda") : to_device(device);
-        nogil([&] { self.cast<Module&>().to(d); return 0; });
+        Module& m = self.cast<Module&>();
+        nogil([&] { m.to(d); return 0; });
         return self;
       }, py::arg("device") = py::none())
 #define EMBER_MODULE_CAST(py_name, dt) \
-      .def(py_name, [](py::object self) { nogil([&] { self.cast<Module&>().to(dt); return 0; }); return self; })
+      .def(py_name, [](py::object self) {                                                        \
+        Module& m = self.cast<Module&>();                                                         \
+        nogil([&] { m.to(dt); return 0; });                                                       \
+        return self;                                                                              \
+      })
       EMBER_MODULE_CAST("half", kFloat16) EMBER_MODULE_CAST("float", kFloat32)
       EMBER_MODULE_CAST("double", kFloat64) EMBER_MODULE_CAST("bfloat16", kBFloat16)
 #undef EMBER_MODULE_CAST
@@ -220,6 +229,37 @@ void init_nn(py::module_& m) {
       .def(py::init<>());
 
   nn.def("set_data", [](Tensor& t, const Tensor& data) { nn::set_data(t, data); });
+
+  // ember.nn.init: in place, under no_grad, returning the tensor (torch.nn.init).
+  py::module_ init = nn.def_submodule("init", "parameter initialisation");
+  init.def("uniform_", [](py::object t, double a, double b) {
+    Tensor& x = t.cast<Tensor&>();
+    nogil([&] { NoGradGuard g; nn::init::uniform_(x, a, b); return 0; });
+    return t;
+  }, py::arg("tensor"), py::arg("a") = 0.0, py::arg("b") = 1.0);
+  init.def("normal_", [](py::object t, double mean, double std) {
+    Tensor& x = t.cast<Tensor&>();
+    nogil([&] { NoGradGuard g; nn::init::normal_(x, mean, std); return 0; });
+    return t;
+  }, py::arg("tensor"), py::arg("mean") = 0.0, py::arg("std") = 1.0);
+  init.def("zeros_", [](py::object t) {
+    Tensor& x = t.cast<Tensor&>();
+    nogil([&] { NoGradGuard g; nn::init::zeros_(x); return 0; });
+    return t;
+  }, py::arg("tensor"));
+  init.def("ones_", [](py::object t) {
+    Tensor& x = t.cast<Tensor&>();
+    nogil([&] { NoGradGuard g; nn::init::ones_(x); return 0; });
+    return t;
+  }, py::arg("tensor"));
+  // Ember's kaiming_uniform_ is PyTorch's default mode and nonlinearity (what layers use).
+  init.def("kaiming_uniform_", [](py::object t, double a, const std::string& mode, const std::string& nonlinearity) {
+    if (mode != "fan_in" || nonlinearity != "leaky_relu")
+      throw ValueError("kaiming_uniform_: only mode='fan_in' and nonlinearity='leaky_relu' are supported");
+    Tensor& x = t.cast<Tensor&>();
+    nogil([&] { NoGradGuard g; nn::init::kaiming_uniform_(x, a); return 0; });
+    return t;
+  }, py::arg("tensor"), py::arg("a") = 0.0, py::arg("mode") = "fan_in", py::arg("nonlinearity") = "leaky_relu");
 }
 
 }  // namespace ember::python

@@ -107,11 +107,13 @@ void init_tensor_ops(py::module_& m) {
       }, py::arg("min") = py::none(), py::arg("max") = py::none())
       .def("fill_", [](py::object self, py::handle v) {
         const Scalar s = to_scalar(v);
-        nogil([&] { self.cast<Tensor&>().fill_(s); return 0; });
+        Tensor& t = self.cast<Tensor&>();
+        nogil([&] { t.fill_(s); return 0; });
         return self;
       }, py::arg("value"))
       .def("zero_", [](py::object self) {
-        nogil([&] { self.cast<Tensor&>().zero_(); return 0; });
+        Tensor& t = self.cast<Tensor&>();
+        nogil([&] { t.zero_(); return 0; });
         return self;
       });
 

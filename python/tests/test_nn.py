@@ -216,3 +216,36 @@ def test_autocast_and_grad_scaler():
     assert not ember.amp.is_autocast_enabled("cpu")
     scaler = ember.amp.GradScaler(enabled=True)
     assert scaler.get_scale() == 65536.0
+
+
+def test_module_list_apply_and_requires_grad_():
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(3, 3) for _ in range(2)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+    m = Stack()
+    assert [n for n, _ in m.named_parameters()] == ["layers.0.weight", "layers.0.bias", "layers.1.weight",
+                                                    "layers.1.bias"]
+    assert m(ember.ones(1, 3)).shape == (1, 3)
+    seen = []
+    m.apply(lambda mod: seen.append(type(mod).__name__))
+    assert seen == ["Linear", "Linear", "ModuleList", "Stack"]
+    m.requires_grad_(False)
+    assert not any(p.requires_grad for p in m.parameters())
+
+
+def test_init_functions_in_place():
+    w = nn.Linear(4, 4).weight
+    assert nn.init.zeros_(w) is w and w.abs().sum().item() == 0
+    nn.init.ones_(w)
+    assert w.sum().item() == 16
+    nn.init.uniform_(w, a=2.0, b=3.0)
+    assert w.min().item() >= 2.0 and w.max().item() < 3.0
+    assert w.requires_grad and w.grad_fn is None  # done under no_grad: still a leaf
+    with pytest.raises(ValueError):
+        nn.init.kaiming_uniform_(w, mode="fan_out")

@@ -54,8 +54,53 @@ def _module_init_subclass(cls, **kwargs):
             setattr(cls, name, fn)
 
 
+def _module_apply(self, fn):
+    """Calls fn on every submodule (children first) and then on this module, as PyTorch's apply."""
+    for _, child in self.named_children():
+        child.apply(fn)
+    fn(self)
+    return self
+
+
+def _module_requires_grad_(self, requires_grad=True):
+    for p in self.parameters():
+        p.requires_grad_(requires_grad)
+    return self
+
+
 Module.__init__ = _module_init
 Module.__init_subclass__ = classmethod(_module_init_subclass)
+Module.apply = _module_apply
+Module.requires_grad_ = _module_requires_grad_
+
+
+class ModuleList(Module):
+    """Holds modules in a list, registered as "0", "1", ... (torch.nn.ModuleList)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        object.__setattr__(self, "_list", [])
+        for m in modules or []:
+            self.append(m)
+
+    def append(self, module):
+        self.add_module(str(len(self._list)), module)
+        self._list.append(module)  # also keeps a module written in Python alive
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, index):
+        return self._list[index]
+
+    def __len__(self):
+        return len(self._list)
+
+    def __iter__(self):
+        return iter(self._list)
 
 
 class Sequential(_C.nn.Sequential):
