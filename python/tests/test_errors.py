@@ -67,3 +67,18 @@ def test_cuda_unavailable_message():
         ember.zeros(2, device="cuda")
     with pytest.raises(ember.DeviceError):
         ember.nn.Linear(2, 2).to("cuda")
+
+
+def test_exceptions_cross_cpp_containers_unchanged():
+    class Raises(ember.nn.Module):
+        def forward(self, x):
+            raise KeyError("boom")
+
+    class Mismatch(ember.nn.Module):
+        def forward(self, x):
+            return x + ember.ones(5)
+    # The Python forward runs inside C++ Sequential::forward; its exception comes back as it was.
+    with pytest.raises(KeyError, match="boom"):
+        ember.nn.Sequential(ember.nn.Linear(2, 2), Raises())(ember.ones(1, 2))
+    with pytest.raises(ember.ShapeError, match="must match the size of tensor b"):
+        ember.nn.Sequential(Mismatch())(ember.ones(1, 2))
