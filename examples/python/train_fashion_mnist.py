@@ -7,9 +7,11 @@ training loop over slices of the training tensors (Adam, lr 0.01, batch 100,
     python3 examples/python/train_fashion_mnist.py                     # one run: lr 0.01, batch 100
     python3 examples/python/train_fashion_mnist.py --lr 0.01,0.001 --batch-size 100,1000 --epochs 2
 
-``--loader dataloader`` feeds the loop from ember.utils.data.DataLoader (shuffled with
---seed), which visits the batches in the order the C++ program examples/train_fashion_mnist
-does, so both train the same network on the same batches (bench/python_vs_cpp.py compares them).
+The loop over slices visits the images in file order, as the C++ program
+examples/train_fashion_mnist does with --no-shuffle; ``--loader dataloader`` feeds the
+loop from ember.utils.data.DataLoader (shuffled with --seed), which visits the batches in
+the order the C++ program does by default. Either way both train the same network on the
+same batches to the same loss and accuracy (bench/python/python_vs_cpp.py compares them).
 """
 import argparse
 import itertools
