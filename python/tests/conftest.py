@@ -1,5 +1,5 @@
-# pytest setup: the tests import the ember package the build made (meson test puts
-# <build>/python first on PYTHONPATH); a GIL-free thread test and others need nothing more.
+# pytest setup: the tests import the ember package of the build (meson test puts
+# <build>/python on PYTHONPATH); needs_fashion skips what needs the FashionMNIST files.
 import os
 
 import pytest
