@@ -132,11 +132,13 @@ Tensor tensor_from_data(py::handle data, py::object dtype, py::object device, bo
 void init_factories(py::module_& m) {
   const auto kw = [](const char* n) { return py::arg(n); };
 #define EMBER_SHAPED(py_name, call)                                                                  \
-  m.def(py_name, [](py::args size, py::object dtype, py::object device, bool requires_grad) {        \
-    const Shape s = shape_from_args(size);                                                           \
+  m.def(py_name, [](py::args size, py::object size_kw, py::object dtype, py::object device,          \
+                    bool requires_grad) {                                                            \
+    const Shape s = size_kw.is_none() ? shape_from_args(size) : to_shape(size_kw);                  \
     const TensorOptions o = options(dtype, device);                                                  \
     return finish(nogil([&] { return call; }), requires_grad);                                       \
-  }, py::kw_only(), kw("dtype") = py::none(), kw("device") = py::none(), kw("requires_grad") = false);
+  }, py::kw_only(), kw("size") = py::none(), kw("dtype") = py::none(), kw("device") = py::none(),   \
+     kw("requires_grad") = false);
   EMBER_SHAPED("zeros", ember::zeros(s, o))
   EMBER_SHAPED("ones", ember::ones(s, o))
   EMBER_SHAPED("empty", ember::empty(s, o))

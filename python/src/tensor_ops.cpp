@@ -40,8 +40,15 @@ py::object inplace(py::object self, py::handle b, F&& fn) {
 // dim=None (every dim), an int or a sequence of ints.
 Shape dims_of(py::handle dim) { return dim.is_none() ? Shape{} : to_shape(dim); }
 
-// Sizes from f(2, 3) or f((2, 3)) form.
-Shape sizes(const py::args& args) { return shape_from_args(args); }
+// Sizes from f(2, 3), f((2, 3)) or f(name=(2, 3)), the keyword being PyTorch's name.
+Shape sizes(const py::args& args, const py::kwargs& kwargs, const char* name) {
+  if (kwargs.contains(name)) {
+    if (args.size() > 0 || kwargs.size() > 1) throw py::type_error(std::string("expected only ") + name + "=");
+    return to_shape(kwargs[name]);
+  }
+  if (kwargs.size() > 0) throw py::type_error(std::string("unexpected keyword argument; this takes ") + name + "=");
+  return shape_from_args(args);
+}
 
 }  // namespace
 
@@ -176,19 +183,22 @@ void init_tensor_ops(py::module_& m) {
            py::arg("dim"));
 
   // ---- views (no data moves, so the GIL stays) ----
-  cls.def("view", [](const Tensor& a, py::args s) { return a.view(sizes(s)); })
-      .def("reshape", [](const Tensor& a, py::args s) { return nogil([&, sh = sizes(s)] { return a.reshape(sh); }); })
+  cls.def("view", [](const Tensor& a, py::args s, py::kwargs kw) { return a.view(sizes(s, kw, "size")); })
+      .def("reshape", [](const Tensor& a, py::args s, py::kwargs kw) {
+        const Shape sh = sizes(s, kw, "shape");
+        return nogil([&] { return a.reshape(sh); });
+      })
       .def("view_as", [](const Tensor& a, const Tensor& o) { return a.view(o.shape()); }, py::arg("other"))
       .def("reshape_as", [](const Tensor& a, const Tensor& o) { return nogil([&] { return a.reshape(o.shape()); }); },
            py::arg("other"))
-      .def("permute", [](const Tensor& a, py::args dims) { return a.permute(sizes(dims)); })
+      .def("permute", [](const Tensor& a, py::args dims, py::kwargs kw) { return a.permute(sizes(dims, kw, "dims")); })
       .def("transpose", &Tensor::transpose, py::arg("dim0"), py::arg("dim1"))
       .def("t", &Tensor::t)
       .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("squeeze", [](const Tensor& a, std::optional<int64_t> dim) { return dim ? a.squeeze(*dim) : a.squeeze(); },
            py::arg("dim") = py::none())
       .def("unsqueeze", &Tensor::unsqueeze, py::arg("dim"))
-      .def("expand", [](const Tensor& a, py::args s) { return a.expand(sizes(s)); })
+      .def("expand", [](const Tensor& a, py::args s, py::kwargs kw) { return a.expand(sizes(s, kw, "size")); })
       .def("expand_as", &Tensor::expand_as, py::arg("other"))
       .def("narrow", &Tensor::narrow, py::arg("dim"), py::arg("start"), py::arg("length"))
       .def("select", &Tensor::select, py::arg("dim"), py::arg("index"));

@@ -209,3 +209,15 @@ def test_post_accumulate_grad_hook_runs_python_inside_backward():
     p.register_post_accumulate_grad_hook(lambda leaf: seen.append(leaf.grad.tolist()))
     (p * 2).sum().backward()
     assert seen == [[2.0, 2.0, 2.0]]
+
+
+def test_size_and_dims_by_pytorch_keywords():
+    t = ember.arange(6)
+    assert ember.zeros(size=(2, 3)).shape == (2, 3)
+    assert t.view(size=(2, 3)).shape == (2, 3)
+    assert t.reshape(shape=(3, 2)).shape == (3, 2)
+    assert t.view(2, 3).permute(dims=(1, 0)).shape == (3, 2)
+    assert ember.ones(1, 3).expand(size=(2, 3)).shape == (2, 3)
+    assert t.view(2, 3).transpose(dim0=0, dim1=1).shape == (3, 2)
+    assert t.view(2, 3).sum(dim=1, keepdim=True).shape == (2, 1)
+    assert t.unsqueeze(dim=0).shape == (1, 6)
