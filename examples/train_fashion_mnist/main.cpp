@@ -38,12 +38,15 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--train-limit", options.train_limit, "train on the first N images only (0: all)");
   app.add_flag("--quiet", quiet, "no progress bars");
+  bool no_shuffle = false;
+  app.add_flag("--no-shuffle", no_shuffle, "train on the images in file order (a loop over slices does so)");
   app.add_flag("--ddp", options.ddp, "data-parallel over MPI ranks: mpirun -np N train_fashion_mnist --ddp");
   app.add_option("--amp", options.amp, "mixed precision: fp16 or bf16 (autocast + GradScaler)")
       ->check(CLI::IsMember({"fp16", "bf16"}));
   app.add_flag("--half", options.half, "after training, run inference in float16 and compare with float32");
   CLI11_PARSE(app, argc, argv);
   options.progress = !quiet;
+  options.shuffle = !no_shuffle;
 
   try {
     if (options.ddp) {

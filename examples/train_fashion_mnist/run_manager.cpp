@@ -92,7 +92,7 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
     labels = labels.narrow(0, 0, options.train_limit).contiguous();
   }
   data::DataLoader loader(images, labels,
-                          {.batch_size = config.batch_size / world, .shuffle = true, .seed = options.seed,
+                          {.batch_size = config.batch_size / world, .shuffle = options.shuffle, .seed = options.seed,
                            .num_workers = config.num_workers, .num_replicas = world, .rank = rank});
   const std::string run_dir = options.out_dir + "/run-" + std::to_string(config.run);
   std::optional<serialize::SummaryWriter> writer;  // rank 0 alone writes files

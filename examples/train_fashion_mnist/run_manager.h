@@ -16,6 +16,9 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string out_dir = "runs";
   int64_t train_limit = 0;  // use only the first N training images (0: all)
+  // Shuffle the training images each epoch (from the seed); off, batches are the
+  // images in file order, as a loop over slices of the training tensors visits them.
+  bool shuffle = true;
   bool progress = true;
   // Data-parallel over the MPI ranks (mpirun -np N ... --ddp): each rank trains on
   // its shard with batch_size / N, DDP averages the gradients; rank 0 alone
