@@ -45,7 +45,11 @@ typedef enum ember_status {
   EMBER_ERROR_FORMAT = 9,           /* ember::FormatError (bad or missing files) */
   EMBER_ERROR_DIST = 10,            /* ember::DistError */
   EMBER_ERROR_INVALID_ARGUMENT = 11, /* found by the C layer: NULL, bad enum, small buffer */
-  EMBER_ERROR_INTERNAL = 12         /* any other exception (a bug: please report it) */
+  EMBER_ERROR_INTERNAL = 12,        /* any other exception (a bug: please report it) */
+  /* Not statuses. They make every int a value of the type, so a made-up value passed
+   * in from C is answered (EMBER_STATUS_UNKNOWN) instead of being undefined in C++. */
+  EMBER_STATUS_INT_MIN_ = -2147483647 - 1,
+  EMBER_STATUS_INT_MAX_ = 2147483647
 } ember_status;
 
 /* "EMBER_OK", "EMBER_ERROR_DEVICE", ...: the enumerator's name; "EMBER_STATUS_UNKNOWN"
@@ -95,7 +99,10 @@ typedef enum ember_dtype {
   EMBER_DTYPE_UINT8 = 5,
   EMBER_DTYPE_INT32 = 6,
   EMBER_DTYPE_INT64 = 7,
-  EMBER_DTYPE_BOOL = 8
+  EMBER_DTYPE_BOOL = 8,
+  /* Not dtypes: every int is a value of the type (see ember_status). */
+  EMBER_DTYPE_INT_MIN_ = -2147483647 - 1,
+  EMBER_DTYPE_INT_MAX_ = 2147483647
 } ember_dtype;
 
 /* Bytes per element (4 for float32, 1 for bool); 0 for a value outside the enum. */

@@ -83,6 +83,7 @@ EMBER_C_API const char* ember_status_name(ember_status status) {
     case EMBER_ERROR_DIST: return "EMBER_ERROR_DIST";
     case EMBER_ERROR_INVALID_ARGUMENT: return "EMBER_ERROR_INVALID_ARGUMENT";
     case EMBER_ERROR_INTERNAL: return "EMBER_ERROR_INTERNAL";
+    case EMBER_STATUS_INT_MIN_: case EMBER_STATUS_INT_MAX_: break;
   }
   return "EMBER_STATUS_UNKNOWN";  // a value a C caller made up
 }

@@ -113,6 +113,21 @@ Tensor Tensor::cpu() const { return to(kCPU); }
 Tensor Tensor::cuda() const { return to(Device(DeviceType::CUDA, -1)); }
 
 Tensor& Tensor::fill_(Scalar value) {
+  // Integers truncate a floating value; bool is "nonzero" (0.5 -> true), as copy_ converts.
+  // A floating value an int64 cannot hold (inf, NaN, 1e30) is refused for an integer
+  // tensor, as PyTorch refuses it, before anything changes; for a floating tensor the
+  // integer is not used.
+  int64_t ivalue = 0;
+  if (dtype() == kBool) {
+    ivalue = value.to_bool();
+  } else if (!value.is_floating()) {
+    ivalue = value.to_int();
+  } else if (!is_floating(dtype())) {
+    const double v = value.to_double();
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+      throw ValueError(msg("fill_: value ", v, " cannot be converted to ", dtype(), " without overflow"));
+    ivalue = static_cast<int64_t>(v);
+  }
   if (requires_grad() && grad_mode_enabled()) {
     check_inplace_allowed(*this);
     impl().autograd = nullptr;  // now a constant: no gradient flows to what it was computed from
@@ -121,10 +136,6 @@ Tensor& Tensor::fill_(Scalar value) {
   const OpBackend backend = backend_of("fill_", *this);
   if (backend == Backend::None) return *this;
   if (is_contiguous()) {
-    // Integers truncate a floating value; bool is "nonzero" (0.5 -> true), as copy_ converts.
-    const int64_t ivalue = dtype() == kBool ? value.to_bool()
-                           : value.is_floating() ? static_cast<int64_t>(value.to_double())
-                                                 : value.to_int();
     if (backend == Backend::CPU) cpu::fill(dtype(), data_ptr(), numel(), value.to_double(), ivalue);
     else EMBER_CUDA(cuda::fill(dtype(), data_ptr(), numel(), value.to_double(), ivalue, stream_of(*this)));
     return *this;

@@ -185,6 +185,7 @@ struct Reducer {
   // threads share (whether and where it is cut depends on the shape only).
   Acc<T> reduce_one(const T* base, bool split) const {
     Acc<T> acc{op};
+    if (g.red_numel == 0) return acc;  // nothing to visit (and base may be null)
     const int64_t d0 = g.red_ndim ? g.red_sizes[0] : 1;
     if (!split || d0 < 2 || g.red_numel < kParallelGrain) {
       walk(base, 0, d0, acc);
@@ -352,11 +353,14 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
     if (g.out_numel == 0) return;
     if (try_column<T>(op, g, src, out, indices)) return;
     Reducer<T> r{g, src, op};
+    // An empty reduction (sum over a size-0 dim) reads nothing, and its input may have
+    // no memory at all: offsetting a null pointer is undefined, so it is not offset.
+    const auto at = [&](int64_t off) { return g.red_numel == 0 ? src : src + off; };
     if (g.out_numel < kSlices && g.red_numel >= kParallelGrain) {  // few long outputs: each cut into slices
       for (int64_t o = 0; o < g.out_numel; ++o) {
         int64_t in_off, out_off;
         r.offsets(o, in_off, out_off);
-        store<T>(r.reduce_one(src + in_off, true), op, g.red_numel, correction, out, indices, out_off);
+        store<T>(r.reduce_one(at(in_off), true), op, g.red_numel, correction, out, indices, out_off);
       }
       return;
     }
@@ -365,7 +369,7 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
     for (int64_t o = 0; o < g.out_numel; ++o) {
       int64_t in_off, out_off;
       r.offsets(o, in_off, out_off);
-      store<T>(r.reduce_one(src + in_off, false), op, g.red_numel, correction, out, indices, out_off);
+      store<T>(r.reduce_one(at(in_off), false), op, g.red_numel, correction, out, indices, out_off);
     }
   });
 }

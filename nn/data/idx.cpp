@@ -105,11 +105,12 @@ Tensor read_idx(const std::string& path) {
 
   // Ask for one byte more than promised, to tell "exactly right" from "too long".
   const uint64_t want = static_cast<uint64_t>(nbytes) + 1;
+  // The buffer grows with what has arrived (64 KiB, then doubling), never with what
+  // the header claims: a tiny file claiming a gigabyte costs a few kilobytes.
   std::vector<unsigned char> data;
-  data.reserve(std::min<uint64_t>(want, uint64_t{1} << 28));
   uint64_t have = 0;
   while (have < want) {
-    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(want - have, uint64_t{1} << 22));
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(want - have, std::max<uint64_t>(have, 1 << 16)));
     data.resize(have + chunk);
     const size_t got = in.read(data.data() + have, chunk);
     have += got;

@@ -2,6 +2,9 @@
 // type. Device mismatches use the meta device, which needs no GPU. Keep this file
 // and docs/errors.md in the same order.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <vector>
 
 #include "ember.h"
 
@@ -222,6 +225,18 @@ TEST_CASE("allocation errors", "[errors][memory]") {
   // wraps to 0 in two's complement, which is what an overflowing loop would give).
   const Shape huge{int64_t{1} << 40, int64_t{1} << 40, int64_t{1} << 40};
   CHECK(contiguous_strides(huge) == Shape{INT64_MAX, int64_t{1} << 40, 1});
+}
+
+TEST_CASE("fill_ refuses a floating value an integer tensor cannot hold, and changes nothing", "[errors][value]") {
+  Tensor t = zeros({3}, kInt64);
+  EXPECT_ERROR(t.fill_(std::numeric_limits<double>::infinity()), ValueError,
+               "fill_: value inf cannot be converted to int64 without overflow");
+  EXPECT_ERROR(t.fill_(-1e30), ValueError, "fill_: value -1e+30 cannot be converted to int64 without overflow");
+  EXPECT_ERROR(t.t().fill_(std::nan("")), ValueError, "fill_: value nan cannot be converted to int64 without overflow");
+  CHECK(t.to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0});
+  CHECK(t.fill_(-2.7).to_vector<int64_t>() == std::vector<int64_t>{-2, -2, -2});  // truncates, as before
+  Tensor f = zeros({2});
+  CHECK(std::isinf(f.fill_(-std::numeric_limits<double>::infinity()).to_vector<float>()[0]));  // floats take inf
 }
 
 TEST_CASE("scalar access errors", "[errors][value]") {
