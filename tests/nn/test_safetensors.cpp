@@ -353,6 +353,10 @@ TEST_CASE("safetensors: malformed headers", "[safetensors][errors]") {
   EXPECT_ERROR(load_header(R"({"w":)"), FormatError, p + ": header is not valid JSON (error near byte 6)");
   EXPECT_ERROR(load_header(R"({"w":{}} x)"), FormatError, p + ": header is not valid JSON (error near byte 10)");
   EXPECT_ERROR(load_header("{\"\xff\":1}"), FormatError, p + ": header is not valid JSON (error near byte 3)");
+  // Found by fuzzing (tests/fuzz, safetensors): a number beyond double's range let
+  // nlohmann's out_of_range exception escape the reader.
+  EXPECT_ERROR(load_header(R"({"m":{"dtype":"BOOL","shape":[3e444],"data_offsets":[0,3]}})"), FormatError,
+               p + ": header has a number too large for a double");
   EXPECT_ERROR(load_header(std::string(65, '[') + std::string(65, ']')), FormatError,
                p + ": header nests deeper than 64 levels");
   EXPECT_ERROR(load_header("[]"), FormatError, p + ": header is not a JSON object");
