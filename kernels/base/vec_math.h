@@ -15,9 +15,10 @@ namespace ember {
 inline float exp_fast(float x) {
   constexpr float kHi = 88.72283935546875f;   // above: +inf
   constexpr float kLo = -87.33654022216797f;  // below: 0 (results there would be subnormal)
-  // NaN takes the path of 0 (its result is replaced at the end): converting NaN to an
-  // integer below would be undefined behaviour.
-  const float xc = x > kHi ? kHi : (x < kLo ? kLo : (x != x ? 0.0f : x));
+  // Written so that NaN fails the first comparison and takes kHi's path (its result is
+  // replaced at the end): converting NaN to an integer below would be undefined
+  // behaviour. Same two selects as a plain clamp, so no cost.
+  const float xc = x < kHi ? (x > kLo ? x : kLo) : kHi;
   // Round to nearest with the 1.5*2^23 trick (exact for |v| < 2^22).
   const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
