@@ -29,3 +29,6 @@
 #include "nn/serialize/summary_writer.h"
 #include "dist/dist.h"
 #include "quant/quant.h"
+#if EMBER_HAVE_ONNX
+#include "onnx/onnx.h"
+#endif

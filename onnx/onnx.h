@@ -1,0 +1,70 @@
+// ONNX models in Ember: load a model file into an execution plan of tensor ops
+// and run it on any device Ember has. The plan is built once at load (nodes
+// sorted, constant subgraphs folded, weights placed on the device, each
+// intermediate freed at its last use); run() only walks it, so one Model may be
+// run from several threads at once. Nothing of protobuf or the ONNX library
+// appears here: this header is all a user includes. See docs/onnx.md.
+#pragma once
+
+#include "kernels/base/export.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+EMBER_API_BEGIN
+
+namespace ember::onnx {
+
+// A graph input or output: its name, element type and shape. A dimension the
+// model leaves open (a symbolic batch size "N", or nothing at all) is nullopt,
+// and dim_names holds its symbol ("" when the model gives none).
+struct ValueInfo {
+  std::string name;
+  DType dtype = kFloat32;
+  std::vector<std::optional<int64_t>> shape;
+  std::vector<std::string> dim_names;
+  bool has_shape = false;  // false when the model says nothing of the rank
+};
+
+class Plan;
+
+class Model {
+ public:
+  Model() = default;
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+  Device device() const;
+  int64_t opset() const;
+  // Number of steps the plan runs per call, after constant folding.
+  size_t num_steps() const;
+  // Runs the graph on `inputs` (one per graph input, in graph order, on any
+  // device: they are moved to the model's device) and returns one tensor per graph
+  // output, on the model's device. Thread-safe: the plan is never written to.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+
+ private:
+  friend Model load(const std::string& path, Device device);
+  friend Model load_from_string(const std::string& bytes, Device device, const std::string& folder);
+  std::shared_ptr<const Plan> plan_;
+};
+
+// Loads `path` (a serialized ModelProto). External data files are looked up
+// next to the model. Raises FormatError for a file that is not a valid model
+// (the problem named) and NotImplementedError for an op or attribute Ember does
+// not run (naming the op, the node and the opset).
+Model load(const std::string& path, Device device = kCPU);
+// The same from the bytes of a model already in memory; `folder` is where its
+// external data files are ("" forbids external data).
+Model load_from_string(const std::string& bytes, Device device = kCPU, const std::string& folder = "");
+
+// Reads a serialized TensorProto (the test_data_set_*/input_0.pb files of the
+// ONNX test suite) into a CPU tensor.
+Tensor load_tensor(const std::string& path);
+
+}  // namespace ember::onnx
+
+EMBER_API_END

@@ -1,0 +1,90 @@
+// ONNX's reductions (ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceL1,
+// ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp) and ArgMax/ArgMin.
+// Axes are an attribute, except for ReduceSum from opset 13, where they are an
+// optional input; no axes means every axis (or none, with noop_with_empty_axes).
+#include "onnx/op_families.h"
+
+#include <algorithm>
+
+#include "kernels/base/error.h"
+#include "tensor/ops.h"
+
+namespace ember::onnx {
+
+namespace {
+
+enum class Kind { Mean, Sum, Max, Min, L1, L2, SumSquare, LogSum, LogSumExp };
+
+Tensor reduce(Kind k, const Tensor& x, const Shape& dims, bool keep) {
+  switch (k) {
+    case Kind::Mean: return mean(x, dims, keep);
+    case Kind::Sum: return sum(x, dims, keep);
+    case Kind::Max: return amax(x, dims, keep);
+    case Kind::Min: return amin(x, dims, keep);
+    case Kind::L1: return sum(abs(x), dims, keep);
+    case Kind::L2: return sqrt(sum(mul(x, x), dims, keep));
+    case Kind::SumSquare: return sum(mul(x, x), dims, keep);
+    case Kind::LogSum: return log(sum(x, dims, keep));
+    case Kind::LogSumExp: {
+      Tensor m = amax(x, dims, true);
+      Tensor s = log(sum(exp(sub(x, m)), dims, true));
+      Tensor y = add(s, m);
+      if (!keep) {
+        Shape d = dims;
+        if (d.empty())
+          for (int64_t i = 0; i < x.dim(); ++i) d.push_back(i);
+        std::sort(d.rbegin(), d.rend());
+        for (int64_t i : d) y = y.squeeze(i);
+      }
+      return y;
+    }
+  }
+  return x;
+}
+
+template <Kind K>
+OpFn build_reduce(const NodeContext& ctx) {
+  bool keep = ctx.get_int("keepdims", 1) != 0;
+  bool noop = ctx.get_int("noop_with_empty_axes", 0) != 0;
+  bool axes_input = K == Kind::Sum ? ctx.opset >= 13 : ctx.opset >= 18;
+  Shape attr_axes = ctx.get_ints("axes");
+  std::string where = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    Shape axes = axes_input ? (in.size() > 1 && in[1].defined() ? int_values(in[1]) : Shape{}) : attr_axes;
+    if (axes.empty() && noop) return std::vector<Tensor>{x};
+    Shape dims;
+    for (int64_t a : axes) dims.push_back(normalize_axis(where, a, std::max<int64_t>(x.dim(), 1)));
+    if (x.dim() == 0) return std::vector<Tensor>{reduce(K, x, {}, false)};
+    if (dims.empty())
+      for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+    return std::vector<Tensor>{reduce(K, x, dims, keep)};
+  };
+}
+
+OpFn build_arg(const NodeContext& ctx) {
+  bool is_max = ctx.op_type == "ArgMax";
+  int64_t axis = ctx.get_int("axis", 0);
+  bool keep = ctx.get_int("keepdims", 1) != 0;
+  ctx.require_default("select_last_index", 0);
+  std::string where = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    int64_t a = normalize_axis(where, axis, x.dim());
+    return std::vector<Tensor>{is_max ? argmax(x, a, keep) : argmin(x, a, keep)};
+  };
+}
+
+}  // namespace
+
+void add_reduce_ops(std::vector<OpRow>& rows) {
+  rows.insert(rows.end(), {
+      {"ReduceMean", build_reduce<Kind::Mean>}, {"ReduceSum", build_reduce<Kind::Sum>},
+      {"ReduceMax", build_reduce<Kind::Max>}, {"ReduceMin", build_reduce<Kind::Min>},
+      {"ReduceL1", build_reduce<Kind::L1>}, {"ReduceL2", build_reduce<Kind::L2>},
+      {"ReduceSumSquare", build_reduce<Kind::SumSquare>}, {"ReduceLogSum", build_reduce<Kind::LogSum>},
+      {"ReduceLogSumExp", build_reduce<Kind::LogSumExp>}, {"ArgMax", build_arg}, {"ArgMin", build_arg},
+  });
+}
+
+}  // namespace ember::onnx

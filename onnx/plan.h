@@ -1,0 +1,49 @@
+// The execution plan a model is loaded into: constants (initializers and
+// everything folded from them at load), and a list of steps in dependency
+// order, each an op's function with where its inputs come from and which value
+// slots it fills. Slots whose last reader has run are released right away, so a
+// run holds only the live intermediates. The plan is immutable once built;
+// run() keeps its slots on its own stack, so threads may share one plan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "onnx/node_context.h"
+#include "onnx/onnx.h"
+
+namespace ember::onnx {
+
+struct ValueRef {
+  enum class Kind : unsigned char { Slot, Constant, Absent };
+  Kind kind = Kind::Absent;
+  uint32_t index = 0;
+};
+
+struct Step {
+  OpFn fn;
+  std::vector<ValueRef> inputs;
+  std::vector<int64_t> outputs;     // slot per node output; -1 when nothing reads it
+  std::vector<uint32_t> release;    // slots whose last reader is this step
+  std::string where;                // "ONNX op 'Conv' (node 'conv1', opset 13)", for errors
+};
+
+class Plan {
+ public:
+  Device device = kCPU;
+  int64_t opset = 0;
+  std::vector<ValueInfo> inputs, outputs;
+  std::vector<uint32_t> input_slots;
+  std::vector<ValueRef> output_refs;
+  std::vector<Tensor> constants;
+  std::vector<Step> steps;
+  size_t num_slots = 0;
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+};
+
+// Builds the plan of a parsed, checked model (plan_builder.cpp).
+std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, const std::string& folder,
+                                       const std::string& where);
+
+}  // namespace ember::onnx
