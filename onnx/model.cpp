@@ -37,13 +37,13 @@ std::vector<Tensor> Model::run(const std::vector<Tensor>& inputs) const { return
 Model load(const std::string& path, Device device) {
   Model m;
   std::string folder = std::filesystem::path(path).parent_path().string();
-  m.plan_ = build_plan(read_file(path), device, folder.empty() ? "." : folder, path);
+  m.plan_ = build_plan(read_file(path), device, folder.empty() ? "." : folder, path, true);
   return m;
 }
 
 Model load_from_string(const std::string& bytes, Device device, const std::string& folder) {
   Model m;
-  m.plan_ = build_plan(bytes, device, folder, "<memory>");
+  m.plan_ = build_plan(bytes, device, folder, "<memory>", false);
   return m;
 }
 

@@ -35,24 +35,29 @@ void check_input(const ValueInfo& v, const Tensor& t) {
                      shape_str(t.shape()));
 }
 
-// Re-raises the error being handled with `where` in front, keeping its type.
+// Re-raises the error being handled with `where` in front, keeping its type;
+// errors an op raised itself already name the node and pass unchanged.
 [[noreturn]] void rethrow_at(const std::string& where) {
   try {
     throw;
-  } catch (const ShapeError& e) {
-    throw ShapeError(where + ": " + e.what());
-  } catch (const DTypeError& e) {
-    throw DTypeError(where + ": " + e.what());
-  } catch (const DeviceError& e) {
-    throw DeviceError(where + ": " + e.what());
-  } catch (const IndexError& e) {
-    throw IndexError(where + ": " + e.what());
-  } catch (const ValueError& e) {
-    throw ValueError(where + ": " + e.what());
-  } catch (const NotImplementedError& e) {
-    // Errors the op raised itself already name the node.
+  } catch (const Error& e) {
     if (std::string(e.what()).rfind(where, 0) == 0) throw;
-    throw NotImplementedError(where + ": " + e.what());
+  }
+  std::string prefix = where + ": ";
+  try {
+    throw;
+  } catch (const ShapeError& e) {
+    throw ShapeError(prefix + e.what());
+  } catch (const DTypeError& e) {
+    throw DTypeError(prefix + e.what());
+  } catch (const DeviceError& e) {
+    throw DeviceError(prefix + e.what());
+  } catch (const IndexError& e) {
+    throw IndexError(prefix + e.what());
+  } catch (const ValueError& e) {
+    throw ValueError(prefix + e.what());
+  } catch (const NotImplementedError& e) {
+    throw NotImplementedError(prefix + e.what());
   }
 }
 

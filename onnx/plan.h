@@ -42,8 +42,10 @@ class Plan {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 };
 
-// Builds the plan of a parsed, checked model (plan_builder.cpp).
+// Builds the plan of a model's bytes (plan_builder.cpp). `where` names the model
+// in errors: its path when from_file (the checker then reads the file itself, to
+// find external data next to it), "<memory>" otherwise.
 std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, const std::string& folder,
-                                       const std::string& where);
+                                       const std::string& where, bool from_file);
 
 }  // namespace ember::onnx

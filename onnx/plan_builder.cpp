@@ -76,11 +76,19 @@ struct Value {
 }  // namespace
 
 std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, const std::string& folder,
-                                       const std::string& where) {
+                                       const std::string& where, bool from_file) {
   ::onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) bad(where, "not an ONNX model (the protobuf message does not parse)");
+  // Where initializers keep their data elsewhere, the location is checked here
+  // first: the checker would otherwise look for the file itself.
+  for (const auto& init : model.graph().initializer())
+    if (init.data_location() == ::onnx::TensorProto::EXTERNAL)
+      check_external_location(init, where + ": initializer '" + init.name() + "'", folder);
   try {
-    ::onnx::checker::check_model(model);
+    // The checker resolves external data against the model's folder only when it
+    // reads the file itself.
+    if (from_file) ::onnx::checker::check_model(where);
+    else ::onnx::checker::check_model(model);
   } catch (const std::exception& e) {
     bad(where, std::string("the ONNX checker rejects the model: ") + e.what());
   }

@@ -36,9 +36,9 @@ void copy_field(const Field& src, Tensor& out) {
 
 // Reads `length` bytes at `offset` of the external file `location` (relative to
 // `folder`, never outside it) into `dst`.
-void read_external(const ::onnx::TensorProto& proto, const std::string& where, const std::string& folder,
-                   size_t nbytes, void* dst) {
-  if (folder.empty()) bad(where, "external data is not allowed for a model read from memory");
+Tensor read_external(const ::onnx::TensorProto& proto, const std::string& where, const std::string& folder,
+                     const Shape& shape, DType dtype, size_t nbytes) {
+  check_external_location(proto, where, folder);
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : proto.external_data()) {
@@ -52,10 +52,6 @@ void read_external(const ::onnx::TensorProto& proto, const std::string& where, c
   }
   namespace fs = std::filesystem;
   fs::path rel(location);
-  if (location.empty()) bad(where, "external data has no location");
-  if (rel.is_absolute()) bad(where, "external data location '" + location + "' must be relative to the model");
-  for (const auto& part : rel)
-    if (part == "..") bad(where, "external data location '" + location + "' leaves the model's folder");
   if (offset < 0) bad(where, "external data offset " + std::to_string(offset) + " is negative");
   if (length >= 0 && static_cast<uint64_t>(length) != nbytes)
     bad(where, "external data length " + std::to_string(length) + " does not match the " + std::to_string(nbytes) +
@@ -68,12 +64,26 @@ void read_external(const ::onnx::TensorProto& proto, const std::string& where, c
   if (static_cast<uint64_t>(offset) > size || size - static_cast<uint64_t>(offset) < nbytes)
     bad(where, "external data file '" + file.string() + "' has " + std::to_string(size) + " bytes, fewer than offset " +
                    std::to_string(offset) + " + " + std::to_string(nbytes));
+  Tensor out = empty(shape, dtype);
   in.seekg(offset);
-  in.read(static_cast<char*>(dst), static_cast<std::streamsize>(nbytes));
+  in.read(static_cast<char*>(out.data_ptr()), static_cast<std::streamsize>(nbytes));
   if (!in) bad(where, "cannot read external data file '" + file.string() + "'");
+  return out;
 }
 
 }  // namespace
+
+void check_external_location(const ::onnx::TensorProto& proto, const std::string& where, const std::string& folder) {
+  if (folder.empty()) bad(where, "external data is not allowed for a model read from memory");
+  std::string location;
+  for (const auto& kv : proto.external_data())
+    if (kv.key() == "location") location = kv.value();
+  std::filesystem::path rel(location);
+  if (location.empty()) bad(where, "external data has no location");
+  if (rel.is_absolute()) bad(where, "external data location '" + location + "' must be relative to the model");
+  for (const auto& part : rel)
+    if (part == "..") bad(where, "external data location '" + location + "' leaves the model's folder");
+}
 
 const char* onnx_type_name(int32_t t) {
   switch (t) {
@@ -130,9 +140,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
 
   if (proto.data_location() == ::onnx::TensorProto::EXTERNAL) {
     // The file's size is checked before allocating, inside read_external.
-    Tensor out = empty(shape, dtype);
-    read_external(proto, where, folder, nbytes, out.data_ptr());
-    return out;
+    return read_external(proto, where, folder, shape, dtype, nbytes);
   }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != nbytes)

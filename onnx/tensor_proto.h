@@ -22,6 +22,10 @@ const char* onnx_type_name(int32_t elem_type);
 // data files live ("" forbids them).
 Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& where, const std::string& folder);
 
+// Checks an external-data tensor's location: relative, inside `folder`, and
+// allowed at all (`folder` is "" for a model read from memory).
+void check_external_location(const ::onnx::TensorProto& proto, const std::string& where, const std::string& folder);
+
 // A TensorProto holding `t` (any device; read to the host) in raw_data.
 void tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorProto* proto);
 
