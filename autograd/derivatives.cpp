@@ -97,6 +97,10 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       Tensor x = saved("x");
       return {where(x > 20, g, g * x.sigmoid())};
     }
+    case OpId::Erf: {  // d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
+      Tensor x = saved("x");
+      return {g * (x * x * -1.0).exp() * 1.1283791670955126};
+    }
 
     // ---- binary: a and b are the inputs, y the output ----
     case OpId::Add: return {sum_to(g, shape_of(0)), sum_to(g, shape_of(1))};
