@@ -240,6 +240,7 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       }
       return out;
     }
+    case OpId::Take: return {take_backward(g, shape_of(0), n.attrs_as<DimAttrs>().dim, saved("index"))};
     case OpId::ToCopy: return {g.to(n.inputs[0].device, n.inputs[0].dtype)};
     case OpId::Clone: return {g};
 

@@ -13,4 +13,5 @@
 #include "kernels/cuda/pool2d.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/softmax.h"
+#include "kernels/cuda/take.h"
 #endif

@@ -24,7 +24,7 @@ struct ReduceAttrs {
   double p = 2;               // norm: the order
 };
 
-// max/min along one dim (with indices), softmax, log_softmax, cat
+// max/min along one dim (with indices), softmax, log_softmax, cat, take
 struct DimAttrs {
   int64_t dim = 0;        // wrapped to [0, ndim)
   bool keepdim = false;   // max/min only

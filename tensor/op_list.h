@@ -21,6 +21,8 @@ EMBER_API_BEGIN
   X(MaxDim, max) X(MinDim, min) X(Softmax, softmax) X(LogSoftmax, log_softmax)                \
   /* linear algebra, joining, copies */                                                      \
   X(Matmul, matmul) X(Cat, cat) X(ToCopy, to) X(Clone, clone)                                  \
+  /* indexing */                                                                             \
+  X(Take, take)                                                                               \
   /* views */                                                                                \
   X(View, view) X(Permute, permute) X(Expand, expand) X(Slice, slice) X(Select, select)       \
   /* layers (tensor/nn_ops.h) */                                                             \

@@ -136,6 +136,13 @@ std::vector<Row> other_rows() {
       {"stack", [](auto& x) { return stack({x[0], x[1]}, 0); }, {input({2, 3}, -1, 1, 92), input({2, 3}, -1, 1, 93)}},
       {"clone", [](auto& x) { return x[0].clone() * x[0]; }, {input({3}, -1, 1, 94)}},
       {"to float32 and back", [](auto& x) { return x[0].to(kFloat32).to(kFloat64) * 1; }, {input({3}, -1, 1, 95)}},
+      {"take: 2-D index, repeated and negative positions", [](auto& x) {
+         return take(x[0], 1, tensor(std::vector<int64_t>{3, -1, 0, 0}, {2, 2})); },
+       {input({2, 4, 3}, -1, 1, 97)}},
+      {"index_select", [](auto& x) { return index_select(x[0], 0, tensor(std::vector<int32_t>{2, 2, 1})); },
+       {input({3, 2}, -1, 1, 98)}},
+      {"embedding", [](auto& x) { return embedding(x[0], tensor(std::vector<int64_t>{1, 4, 1, 0, 2, 1}, {3, 2})); },
+       {input({5, 3}, -1, 1, 107)}},
       {"copy_ into a non-leaf", [](auto& x) { Tensor t = zeros({2, 3}, kFloat64) * 1; t.copy_(x[0]); return t * 2; },
        {input({3}, -1, 1, 96)}},
   };
