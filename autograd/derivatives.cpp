@@ -287,6 +287,13 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       return {avg_pool2d_backward(g, shape_of(0), p.kernel, p.stride, p.padding, p.ceil_mode, p.count_include_pad,
                                   p.divisor_override)};
     }
+    case OpId::LayerNorm: {  // inputs: x, weight, bias
+      const auto& a = n.attrs_as<LayerNormAttrs>();
+      auto [gx, gw, gb] = layer_norm_backward(g, saved("x"), saved("mean"), saved("rstd"),
+                                              a.has_weight ? saved("weight") : Tensor(), a.normalized_shape,
+                                              {n.next[0].valid(), n.next[1].valid(), n.next[2].valid()});
+      return {gx, gw, gb};
+    }
     case OpId::CrossEntropy:
       return {cross_entropy_backward(g, saved("logits"), saved("targets"), saved("lse"),
                                      n.attrs_as<LossAttrs>().ignore_index)};

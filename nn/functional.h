@@ -47,6 +47,11 @@ Tensor batch_norm(const Tensor& x, Tensor& running_mean, Tensor& running_var, co
 // F.embedding(input, weight): rows of weight [num_embeddings, dim] picked by the
 // integer tensor input (PyTorch's argument order; ember::embedding takes weight first).
 inline Tensor embedding(const Tensor& input, const Tensor& weight) { return ember::embedding(weight, input); }
+// F.layer_norm(input, normalized_shape, weight, bias, eps).
+inline Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                         const Tensor& bias = Tensor(), double eps = 1e-5) {
+  return ember::layer_norm(x, normalized_shape, weight, bias, eps);
+}
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction = Reduction::Mean,
                      int64_t ignore_index = -100);

@@ -10,6 +10,7 @@
 #include "nn/layers/batch_norm.h"
 #include "nn/layers/conv2d.h"
 #include "nn/layers/embedding.h"
+#include "nn/layers/layer_norm.h"
 #include "nn/layers/linear.h"
 #include "nn/models/network.h"
 #include "nn/module.h"

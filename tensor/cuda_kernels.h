@@ -8,6 +8,7 @@
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/optim.h"
 #include "kernels/cuda/pool2d.h"

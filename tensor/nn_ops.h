@@ -1,5 +1,6 @@
-// Front-ends of the layer ops whose kernels live in kernels/cpu/{conv2d,pool2d,loss}:
-// convolution, pooling and the classification losses. They check shapes, dispatch,
+// Front-ends of the layer ops whose kernels live in kernels/cpu/{conv2d,pool2d,
+// layer_norm,loss}: convolution, pooling, layer normalisation and the
+// classification losses. They check shapes, dispatch,
 // and record autograd nodes. nn::functional wraps them with PyTorch's names and
 // defaults; the backward functions are what the rules in autograd/ call.
 #pragma once
@@ -40,6 +41,20 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 
                   bool count_include_pad = true, int64_t divisor_override = 0);
 Tensor avg_pool2d_backward(const Tensor& grad_y, const Shape& x_shape, Pair kernel, Pair stride, Pair padding,
                            bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+
+// Layer normalisation over the trailing dims normalized_shape of x (PyTorch's
+// F.layer_norm): each row of prod(normalized_shape) elements is shifted to mean 0
+// and scaled to variance 1 (biased variance, eps added), then multiplied by weight
+// and shifted by bias (both of shape normalized_shape, either may be undefined).
+// float16/bfloat16 inputs are computed in float32 and rounded once; under autocast
+// the op runs in float32.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// (grad_x, grad_weight, grad_bias) from the saved per-row mean and 1/std (each [rows]);
+// an output whose output_mask entry is false comes back undefined.
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& mean,
+                                                       const Tensor& rstd, const Tensor& weight,
+                                                       const Shape& normalized_shape, std::array<bool, 3> output_mask);
 
 enum class Reduction { None, Mean, Sum };
 

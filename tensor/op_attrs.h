@@ -59,13 +59,18 @@ struct AvgPool2dAttrs {
   int64_t divisor_override = 0;  // 0: none
 };
 
+struct LayerNormAttrs {
+  std::vector<int64_t> normalized_shape;
+  bool has_weight = false;  // the node saved "weight"
+};
+
 // cross_entropy, nll_loss
 struct LossAttrs {
   int64_t ignore_index = -100;
 };
 
 using OpAttrs = std::variant<std::monostate, ReduceAttrs, DimAttrs, PermuteAttrs, SliceAttrs, SelectAttrs,
-                             Conv2dAttrs, MaxPool2dAttrs, AvgPool2dAttrs, LossAttrs>;
+                             Conv2dAttrs, MaxPool2dAttrs, AvgPool2dAttrs, LayerNormAttrs, LossAttrs>;
 
 }  // namespace ember
 
