@@ -294,6 +294,10 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
                                               {n.next[0].valid(), n.next[1].valid(), n.next[2].valid()});
       return {gx, gw, gb};
     }
+    case OpId::Pad: {
+      const auto& p = n.attrs_as<PadAttrs>();
+      return {pad_backward(g, shape_of(0), p.pads, p.mode)};
+    }
     case OpId::CrossEntropy:
       return {cross_entropy_backward(g, saved("logits"), saved("targets"), saved("lse"),
                                      n.attrs_as<LossAttrs>().ignore_index)};

@@ -11,6 +11,7 @@
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/optim.h"
+#include "kernels/cuda/pad.h"
 #include "kernels/cuda/pool2d.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/softmax.h"
