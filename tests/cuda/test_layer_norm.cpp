@@ -18,11 +18,11 @@ TEST_CASE("layer_norm forward and backward on CUDA match the CPU", "[cuda][layer
   for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
     for (const Case& c : cases) {
       INFO(ref::str(dt) << ref::str(c.shape) << (c.affine ? " affine" : ""));
-      const Both x = cuda_test::random_both(c.shape, dt, Layout::contiguous, rng, -2, 2);
-      const Both w = cuda_test::random_both(c.normalized, dt, Layout::contiguous, rng, 0.5, 2);
-      const Both b = cuda_test::random_both(c.normalized, dt, Layout::contiguous, rng, -1, 1);
+      Both x = cuda_test::random_both(c.shape, dt, Layout::contiguous, rng, -2, 2);
+      Both w = cuda_test::random_both(c.normalized, dt, Layout::contiguous, rng, 0.5, 2);
+      Both b = cuda_test::random_both(c.normalized, dt, Layout::contiguous, rng, -1, 1);
       const Both g = cuda_test::random_both(c.shape, dt, Layout::contiguous, rng, -1, 1);
-      for (const Both* t : {&x, &w, &b}) {
+      for (Both* t : {&x, &w, &b}) {
         t->cpu.requires_grad_();
         t->gpu.requires_grad_();
       }

@@ -55,7 +55,7 @@ TEST_CASE("take's backward on CUDA matches the CPU (repeats summed in the same o
     for (const auto& [shape, index] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
              {{50, 96}, many}, {{4, 3}, {3, 3, 0, 3}}}) {
       INFO(ref::str(dt) << ref::str(shape));
-      const Both w = cuda_test::random_both(shape, dt, Layout::contiguous, rng, -1, 1);
+      Both w = cuda_test::random_both(shape, dt, Layout::contiguous, rng, -1, 1);
       w.cpu.requires_grad_();
       w.gpu.requires_grad_();
       const Both idx = cuda_test::both_of(index_tensor(index, {static_cast<int64_t>(index.size())}, kInt64));
