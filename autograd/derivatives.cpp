@@ -97,6 +97,10 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       Tensor x = saved("x");
       return {where(x > 20, g, g * x.sigmoid())};
     }
+    case OpId::Erf: {  // d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
+      Tensor x = saved("x");
+      return {g * (x * x * -1.0).exp() * 1.1283791670955126};
+    }
 
     // ---- binary: a and b are the inputs, y the output ----
     case OpId::Add: return {sum_to(g, shape_of(0)), sum_to(g, shape_of(1))};
@@ -236,6 +240,7 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       }
       return out;
     }
+    case OpId::Take: return {take_backward(g, shape_of(0), n.attrs_as<DimAttrs>().dim, saved("index"))};
     case OpId::ToCopy: return {g.to(n.inputs[0].device, n.inputs[0].dtype)};
     case OpId::Clone: return {g};
 
@@ -281,6 +286,17 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       const auto& p = n.attrs_as<AvgPool2dAttrs>();
       return {avg_pool2d_backward(g, shape_of(0), p.kernel, p.stride, p.padding, p.ceil_mode, p.count_include_pad,
                                   p.divisor_override)};
+    }
+    case OpId::LayerNorm: {  // inputs: x, weight, bias
+      const auto& a = n.attrs_as<LayerNormAttrs>();
+      auto [gx, gw, gb] = layer_norm_backward(g, saved("x"), saved("mean"), saved("rstd"),
+                                              a.has_weight ? saved("weight") : Tensor(), a.normalized_shape,
+                                              {n.next[0].valid(), n.next[1].valid(), n.next[2].valid()});
+      return {gx, gw, gb};
+    }
+    case OpId::Pad: {
+      const auto& p = n.attrs_as<PadAttrs>();
+      return {pad_backward(g, shape_of(0), p.pads, p.mode)};
     }
     case OpId::CrossEntropy:
       return {cross_entropy_backward(g, saved("logits"), saved("targets"), saved("lse"),

@@ -44,6 +44,14 @@ Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator*
 // statistics and updates the running ones (momentum, unbiased variance) in place.
 Tensor batch_norm(const Tensor& x, Tensor& running_mean, Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
+// F.embedding(input, weight): rows of weight [num_embeddings, dim] picked by the
+// integer tensor input (PyTorch's argument order; ember::embedding takes weight first).
+inline Tensor embedding(const Tensor& input, const Tensor& weight) { return ember::embedding(weight, input); }
+// F.layer_norm(input, normalized_shape, weight, bias, eps).
+inline Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                         const Tensor& bias = Tensor(), double eps = 1e-5) {
+  return ember::layer_norm(x, normalized_shape, weight, bias, eps);
+}
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction = Reduction::Mean,
                      int64_t ignore_index = -100);

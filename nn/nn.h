@@ -9,6 +9,8 @@
 #include "nn/layers/basic.h"
 #include "nn/layers/batch_norm.h"
 #include "nn/layers/conv2d.h"
+#include "nn/layers/embedding.h"
+#include "nn/layers/layer_norm.h"
 #include "nn/layers/linear.h"
 #include "nn/models/network.h"
 #include "nn/module.h"

@@ -1,5 +1,6 @@
-// Front-ends of the layer ops whose kernels live in kernels/cpu/{conv2d,pool2d,loss}:
-// convolution, pooling and the classification losses. They check shapes, dispatch,
+// Front-ends of the layer ops whose kernels live in kernels/cpu/{conv2d,pool2d,
+// layer_norm,loss,pad}: convolution, pooling, layer normalisation, the
+// classification losses and padding. They check shapes, dispatch,
 // and record autograd nodes. nn::functional wraps them with PyTorch's names and
 // defaults; the backward functions are what the rules in autograd/ call.
 #pragma once
@@ -9,7 +10,9 @@
 #include <array>
 #include <optional>
 #include <tuple>
+#include <vector>
 
+#include "tensor/op_attrs.h"
 #include "tensor/tensor.h"
 
 EMBER_API_BEGIN
@@ -40,6 +43,31 @@ Tensor avg_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 
                   bool count_include_pad = true, int64_t divisor_override = 0);
 Tensor avg_pool2d_backward(const Tensor& grad_y, const Shape& x_shape, Pair kernel, Pair stride, Pair padding,
                            bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+
+// Layer normalisation over the trailing dims normalized_shape of x (PyTorch's
+// F.layer_norm): each row of prod(normalized_shape) elements is shifted to mean 0
+// and scaled to variance 1 (biased variance, eps added), then multiplied by weight
+// and shifted by bias (both of shape normalized_shape, either may be undefined).
+// float16/bfloat16 inputs are computed in float32 and rounded once; under autocast
+// the op runs in float32.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// (grad_x, grad_weight, grad_bias) from the saved per-row mean and 1/std (each [rows]);
+// an output whose output_mask entry is false comes back undefined.
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& mean,
+                                                       const Tensor& rstd, const Tensor& weight,
+                                                       const Shape& normalized_shape, std::array<bool, 3> output_mask);
+
+// PadMode (constant, reflect, replicate) is in tensor/op_attrs.h.
+// x padded (or, for negative pads, cropped) on both sides of every dim: pads holds one
+// (begin, end) pair per dim of x, from dim 0 (not PyTorch's last-dim-first flat
+// list), and dim d of the result has x.size(d) + begin + end elements. value fills
+// the constant mode (it must fit the dtype). Reflect needs each positive pad smaller
+// than its dim; replicate a non-empty dim wherever it pads. Any dtype.
+Tensor pad(const Tensor& x, const std::vector<Pair>& pads, PadMode mode = PadMode::Constant, Scalar value = 0);
+// The gradient of pad: each input element gets the sum of the output gradients that
+// read it (none for cropped elements).
+Tensor pad_backward(const Tensor& grad_y, const Shape& x_shape, const std::vector<Pair>& pads, PadMode mode);
 
 enum class Reduction { None, Mean, Sum };
 

@@ -16,6 +16,11 @@ EMBER_API_BEGIN
 
 namespace ember {
 
+// ONNX Pad's modes: a constant, the mirror image without repeating the edge
+// (reflect: [1, 2, 3] padded by 2 gives [3, 2, 1, 2, 3, 2, 1]), the edge repeated
+// (replicate, ONNX's "edge"). Used by pad (tensor/nn_ops.h).
+enum class PadMode { Constant, Reflect, Replicate };
+
 // sum, mean, var, norm, amax, amin
 struct ReduceAttrs {
   std::vector<int64_t> dims;  // the reduced dims, ascending
@@ -24,7 +29,7 @@ struct ReduceAttrs {
   double p = 2;               // norm: the order
 };
 
-// max/min along one dim (with indices), softmax, log_softmax, cat
+// max/min along one dim (with indices), softmax, log_softmax, cat, take
 struct DimAttrs {
   int64_t dim = 0;        // wrapped to [0, ndim)
   bool keepdim = false;   // max/min only
@@ -59,13 +64,23 @@ struct AvgPool2dAttrs {
   int64_t divisor_override = 0;  // 0: none
 };
 
+struct LayerNormAttrs {
+  std::vector<int64_t> normalized_shape;
+  bool has_weight = false;  // the node saved "weight"
+};
+
+struct PadAttrs {
+  std::vector<std::array<int64_t, 2>> pads;  // (begin, end) per dim
+  PadMode mode = PadMode::Constant;
+};
+
 // cross_entropy, nll_loss
 struct LossAttrs {
   int64_t ignore_index = -100;
 };
 
 using OpAttrs = std::variant<std::monostate, ReduceAttrs, DimAttrs, PermuteAttrs, SliceAttrs, SelectAttrs,
-                             Conv2dAttrs, MaxPool2dAttrs, AvgPool2dAttrs, LossAttrs>;
+                             Conv2dAttrs, MaxPool2dAttrs, AvgPool2dAttrs, LayerNormAttrs, PadAttrs, LossAttrs>;
 
 }  // namespace ember
 

@@ -21,10 +21,13 @@ EMBER_API_BEGIN
   X(MaxDim, max) X(MinDim, min) X(Softmax, softmax) X(LogSoftmax, log_softmax)                \
   /* linear algebra, joining, copies */                                                      \
   X(Matmul, matmul) X(Cat, cat) X(ToCopy, to) X(Clone, clone)                                  \
+  /* indexing */                                                                             \
+  X(Take, take)                                                                               \
   /* views */                                                                                \
   X(View, view) X(Permute, permute) X(Expand, expand) X(Slice, slice) X(Select, select)       \
   /* layers (tensor/nn_ops.h) */                                                             \
   X(Conv2d, conv2d) X(MaxPool2d, max_pool2d) X(AvgPool2d, avg_pool2d)                         \
+  X(LayerNorm, layer_norm) X(Pad, pad)                                                        \
   X(CrossEntropy, cross_entropy) X(NllLoss, nll_loss)
 
 #define EMBER_AUTOGRAD_OPS(X) EMBER_UNARY_OPS(X) EMBER_ARITH_OPS(X) EMBER_OTHER_AUTOGRAD_OPS(X)

@@ -106,6 +106,25 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 
+// ---- indexing by an index tensor (int64 or int32) ----
+// ONNX Gather, numpy.take(t, index, axis=dim): slices of t along `dim` picked by an
+// index of any shape; the result's shape is t.shape[:dim] + index.shape +
+// t.shape[dim+1:] (a 0-dim index drops the dim, like select). Negative indices count
+// from the end; anything outside [-size, size) raises IndexError. Not torch.take
+// (flat indices) nor torch.gather (an index as large as the input).
+Tensor take(const Tensor& t, int64_t dim, const Tensor& index);
+// PyTorch's index_select: index is a vector (or 0-dim, read as one element), the
+// result keeps `dim` with index.numel() entries; indices must lie in [0, size).
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
+// PyTorch's F.embedding without padding_idx or max_norm: rows of weight
+// [num_embeddings, embedding_dim] picked by indices of any shape (in [0,
+// num_embeddings)); the result is indices.shape + [embedding_dim].
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+// The gradient of take: zeros of input_shape, then grad's slices added at the
+// positions index (int64, flat, in [0, input_shape[dim]) as take saved them) names,
+// in order (torch.index_add into zeros). Entries outside that range are skipped.
+Tensor take_backward(const Tensor& grad, const Shape& input_shape, int64_t dim, const Tensor& index);
+
 // ---- operators ----
 Tensor operator-(const Tensor& a);
 #define EMBER_X(op, name)                                                          \

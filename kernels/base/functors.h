@@ -106,6 +106,8 @@ struct softplus {
     return x > T(20) ? x : math::log1p(math::exp(x));
   }
 };
+// The Gauss error function (libm's erf on the CPU, CUDA's erff/erf on the GPU).
+struct erf { template <class T> EMBER_HOST_DEVICE T operator()(T x) const { return math::erf(x); } };
 
 // ---- binary. On bool, add/mul/maximum/minimum act as or/and/or/and through the
 // integer promotion and the cast back. ----

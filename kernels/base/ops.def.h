@@ -31,7 +31,8 @@
   X(Tanh, tanh, floating, output, keep, any_sign, all)                      \
   X(Sigmoid, sigmoid, floating, output, keep, any_sign, all)                \
   X(Gelu, gelu, floating, input, keep, any_sign, floats)                    \
-  X(Softplus, softplus, floating, input, fp32, any_sign, floats)
+  X(Softplus, softplus, floating, input, fp32, any_sign, floats)           \
+  X(Erf, erf, floating, input, keep, any_sign, all)
 
 // Binary rows: X(Name, name, kind, saves, autocast, domain of a, domain of b)
 //   kind     : arith   - the result has the promoted dtype

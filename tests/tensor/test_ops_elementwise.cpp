@@ -65,6 +65,7 @@ double tanh(double x) { return std::tanh(x); }
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+double erf(double x) { return std::erf(x); }
 }  // namespace uref
 
 struct UnaryRow {
