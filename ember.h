@@ -25,6 +25,7 @@
 #include "nn/data/idx.h"
 #include "nn/data/sampler.h"
 #include "nn/serialize/atomic_file.h"
+#include "nn/serialize/checkpoint.h"
 #include "nn/serialize/safetensors.h"
 #include "nn/serialize/summary_writer.h"
 #include "dist/dist.h"
