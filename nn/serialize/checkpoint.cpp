@@ -105,17 +105,18 @@ int64_t integer(const std::string& path, const std::map<std::string, std::string
   throw FormatError(msg(path, ": checkpoint metadata '", key, "' is missing or not a non-negative integer"));
 }
 
-// Reads the file and checks format, version and checksum.
+// Reads the file once and checks format, version and checksum.
 Contents read_checked(const std::string& path) {
   Contents c;
-  c.metadata = read_safetensors_metadata(path);
+  // One open for tensors and metadata: a checkpoint renamed over this one while it
+  // is read cannot mix the two versions (which the checksum would then refuse).
+  c.tensors = load_safetensors(path, c.metadata);
   const auto format = c.metadata.find("format");
   if (format == c.metadata.end() || format->second != kFormat)
     throw FormatError(path + ": not an Ember checkpoint (its metadata has no \"format\": \"ember.checkpoint\")");
   const std::string version = c.metadata.count("version") ? c.metadata.at("version") : "";
   if (version != kVersion)
     throw FormatError(msg(path, ": checkpoint version '", version, "' is not one this Ember reads (", kVersion, ")"));
-  c.tensors = load_safetensors(path);
   const auto stored = c.metadata.find("crc32c");
   const std::string computed = hex(checksum(c.tensors, c.metadata));
   if (stored == c.metadata.end() || stored->second != computed)
