@@ -12,8 +12,9 @@
 // driver appends --out, --checkpoint-every and --resume. --data-subset writes the
 // first TRAIN training and TEST test images of the FashionMNIST files in DIR to
 // WORK_DIR/data and appends --data for it: reading the whole set (70,000 images,
-// gzipped) would take most of each launch's time. Each child runs in its own
-// process group and the whole group is killed, so mpirun's ranks die with it.
+// gzipped) would take most of each launch's time. A kill takes the child and every
+// process below it (mpirun's ranks sit in process groups of their own), as a job
+// scheduler killing the whole job would.
 // CI runs a few trials (tests/examples/meson.build); scripts/crash-stress 200.
 #include <signal.h>
 #include <sys/wait.h>
@@ -82,6 +83,44 @@ pid_t start(const std::vector<std::string>& args, const fs::path& log) {
 }
 
 // Waits for the child; true when it exited 0.
+// Every descendant of `root`, from /proc's parent links.
+std::vector<pid_t> descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> links;  // (pid, ppid)
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');  // the command may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    long long ppid = 0;
+    if (rest >> state >> ppid) links.emplace_back(static_cast<pid_t>(std::stoll(name)), static_cast<pid_t>(ppid));
+  }
+  std::vector<pid_t> out{root};
+  for (size_t i = 0; i < out.size(); ++i)
+    for (const auto& [pid, ppid] : links)
+      if (ppid == out[i]) out.push_back(pid);
+  out.erase(out.begin());
+  return out;
+}
+
+// SIGKILL for the child, its process group and every process below it: mpirun
+// starts its ranks in process groups of their own, and a rank that outlived
+// mpirun would go on training and writing checkpoints beside the resumed job.
+// Stopped first, so none can act between the kills.
+void kill_job(pid_t pid) {
+  kill(-pid, SIGSTOP);
+  std::vector<pid_t> below = descendants(pid);
+  for (pid_t p : below) kill(p, SIGSTOP);
+  for (pid_t p : descendants(pid)) below.push_back(p);  // any started meanwhile
+  kill(-pid, SIGKILL);
+  for (pid_t p : below) kill(p, SIGKILL);
+}
+
 bool finish(pid_t pid, int* status_out = nullptr) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -99,11 +138,18 @@ int event_files(const fs::path& dir) {
   return n;
 }
 
-bool temporary_present(const fs::path& dir) {
+// The highest counter n of a checkpoint temporary file "checkpoint.safetensors.tmp.<pid>.<n>"
+// present (AtomicFile numbers a process's files in order, and during training only
+// checkpoints use it), or -1 when there is none.
+int temporary_present(const fs::path& dir) {
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename().string().rfind("checkpoint.safetensors.tmp.", 0) == 0) return true;
-  return false;
+  int highest = -1;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint.safetensors.tmp.", 0) == 0)
+      highest = std::max(highest, std::atoi(name.substr(name.rfind('.') + 1).c_str()));
+  }
+  return highest;
 }
 
 // The first n items of an IDX file, written plain (FashionMNIST reads either).
@@ -121,7 +167,8 @@ void write_idx_prefix(const std::string& from, const fs::path& to, int64_t n) {
 }
 
 struct Counts {
-  int trials = 0, kills = 0, kills_mid_write = 0, kills_before_first = 0, checkpoints_verified = 0;
+  int trials = 0, kills = 0, kills_mid_write = 0, kills_mid_write_over_previous = 0, kills_before_first = 0;
+  int checkpoints_verified = 0;
   int finished_before_kill = 0, failures = 0;
 };
 
@@ -212,8 +259,10 @@ int main(int argc, char** argv) {
         break;
       }
       // Half the kills at a random moment of the training (timed from the new event
-      // file), half the moment a checkpoint's temporary file appears (mid-write).
+      // file), half the moment the temporary file of this process's checkpoint
+      // number `nth` (0..3) appears (mid-write).
       const bool mid_write = rng() % 2 == 0;
+      const int nth = static_cast<int>(rng() % 4);
       const double delay = std::uniform_real_distribution<double>(0.0, train_seconds)(rng);
       const int files_before = event_files(dir);
       const auto begin = Clock::now();
@@ -228,7 +277,7 @@ int main(int argc, char** argv) {
         const auto now = Clock::now();
         if (started == Clock::time_point::max() && event_files(dir) > files_before) started = now;
         if (mid_write) {
-          if (temporary_present(dir) || now - begin > std::chrono::duration<double>(4 * run_seconds)) break;
+          if (temporary_present(dir) >= nth || now - begin > std::chrono::duration<double>(4 * run_seconds)) break;
         } else if (started != Clock::time_point::max() &&
                    std::chrono::duration<double>(now - started).count() >= delay) {
           break;
@@ -243,10 +292,24 @@ int main(int argc, char** argv) {
         }
         ++n.finished_before_kill;
       } else {
-        kill(-pid, SIGKILL);
+        const std::vector<pid_t> below = descendants(pid);
+        kill_job(pid);
         finish(pid);
+        // The ranks are not our children: wait until /proc has forgotten them.
+        for (pid_t p : below)
+          while (kill(p, 0) == 0) {
+            char state = 0;
+            std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+            std::string line;
+            if (std::getline(stat, line) && line.rfind(')') != std::string::npos) state = line[line.rfind(')') + 2];
+            if (state == 'Z' || state == 0) break;  // dead, waiting for init to reap it
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
         ++n.kills;
-        if (temporary_present(dir)) ++n.kills_mid_write;
+        if (temporary_present(dir) >= 0) {
+          ++n.kills_mid_write;
+          if (fs::exists(checkpoint)) ++n.kills_mid_write_over_previous;
+        }
       }
       // The checkpoint: whole, and never gone once it was there.
       if (fs::exists(checkpoint)) {
@@ -284,10 +347,11 @@ int main(int argc, char** argv) {
     if (!ok) ++n.failures;
   }
   std::printf(
-      "crash_resume: %d trials, %d kills (%d while a checkpoint was being written, %d before the first "
-      "checkpoint), %d runs finished before their kill; %d checkpoints checked whole after a kill; %d failures\n",
-      n.trials, n.kills, n.kills_mid_write, n.kills_before_first, n.finished_before_kill, n.checkpoints_verified,
-      n.failures);
+      "crash_resume: %d trials, %d kills (%d while a checkpoint was being written, %d of them with an earlier "
+      "checkpoint in place; %d before the first checkpoint was complete), %d runs finished before their kill; %d "
+      "checkpoints checked whole after a kill; %d failures\n",
+      n.trials, n.kills, n.kills_mid_write, n.kills_mid_write_over_previous, n.kills_before_first,
+      n.finished_before_kill, n.checkpoints_verified, n.failures);
   if (n.failures == 0) fs::remove_all(work);
   return n.failures == 0 ? 0 : 1;
 }
