@@ -26,6 +26,7 @@
 #include "nn/data/sampler.h"
 #include "nn/serialize/atomic_file.h"
 #include "nn/serialize/npy.h"
+#include "nn/serialize/checkpoint.h"
 #include "nn/serialize/safetensors.h"
 #include "nn/serialize/summary_writer.h"
 #include "dist/dist.h"

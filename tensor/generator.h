@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 EMBER_API_BEGIN
 
@@ -20,8 +21,15 @@ class Generator {
   // Reserves `n` values (rounded up to a multiple of 4) and returns the first offset.
   uint64_t reserve(uint64_t n);
 
+  // The whole state as bytes, for checkpoints: a generator given them by set_state
+  // continues with exactly the numbers this one would draw next. 20 bytes: the
+  // tag "EMG1", then seed and offset as little-endian 64-bit words. set_state
+  // raises ValueError for bytes that are not such a state (docs/errors.md).
+  std::vector<uint8_t> get_state() const;
+  void set_state(const std::vector<uint8_t>& state);
+
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   uint64_t seed_;
   uint64_t offset_ = 0;
 };

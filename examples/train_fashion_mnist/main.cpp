@@ -2,10 +2,14 @@
 // combination of the listed learning rates, batch sizes, worker counts and
 // devices (like the seed documents' run manager), prints a results table and
 // writes results.csv, results.json, each run's model (safetensors) and TensorBoard
-// event files under --out. docs/training.md describes the options and outputs.
+// event files under --out. --checkpoint-every saves the training state as it goes
+// and --resume continues a stopped grid from it, ending with the same bytes.
+// docs/training.md describes the options and outputs, docs/checkpoints.md resuming.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "dist/dist.h"
 #include "ember.h"
@@ -44,6 +48,11 @@ int main(int argc, char** argv) {
   app.add_option("--amp", options.amp, "mixed precision: fp16 or bf16 (autocast + GradScaler)")
       ->check(CLI::IsMember({"fp16", "bf16"}));
   app.add_flag("--half", options.half, "after training, run inference in float16 and compare with float32");
+  std::string resume_dir;
+  app.add_option("--checkpoint-every", options.checkpoint_every,
+                 "save the training state to OUT/checkpoint.safetensors every N steps (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--resume", resume_dir, "continue from DIR/checkpoint.safetensors (same settings as its run)");
   CLI11_PARSE(app, argc, argv);
   options.progress = !quiet;
   options.shuffle = !no_shuffle;
@@ -74,17 +83,52 @@ int main(int argc, char** argv) {
     const ember::data::FashionMNIST train_set(data_dir, true), test_set(data_dir, false);
     std::printf("FashionMNIST: %lld training and %lld test images from %s\n",
                 static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()), data_dir.c_str());
+    int rank = 0, world = 1;
+#if EMBER_HAVE_MPI
+    if (options.ddp) rank = ember::dist::get_rank(), world = ember::dist::get_world_size();
+#endif
+    // The settings a resumed grid must share with the one that wrote the checkpoint.
+    std::ostringstream key;
+    const auto list = [&](const char* name, const auto& values) {
+      key << name << '=';
+      for (size_t i = 0; i < values.size(); ++i) key << (i ? "," : "") << values[i];
+      key << ' ';
+    };
+    list("lr", lrs);
+    list("batch_size", batch_sizes);
+    list("workers", workers);
+    list("device", devices);
+    key << "optimizer=" << optimizer << " model=" << model << " epochs=" << options.epochs << " seed=" << options.seed
+        << " train_limit=" << options.train_limit << " shuffle=" << options.shuffle << " amp=" << options.amp
+        << " ranks=" << world;
+    options.config_key = key.str();
+
     std::vector<train::EpochResult> rows;
+    std::string resume_from;
+    train::CheckpointInfo resume;
+    if (!resume_dir.empty()) {
+      resume_from = train::checkpoint_path(resume_dir);
+      resume = train::read_checkpoint(resume_from, options);
+      rows = resume.table;
+      std::printf("resuming from %s: run %d%s\n", resume_from.c_str(), resume.run,
+                  resume.run_done ? " (finished)" : "");
+    }
     const auto runs = train::expand_grid(lrs, batch_sizes, workers, devices, optimizer, model);
     for (const auto& run : runs) {
+      if (run.run < resume.run || (run.run == resume.run && resume.run_done)) continue;  // done before the stop
       std::printf("run %d/%zu: lr %g, batch size %lld, workers %d, device %s\n", run.run, runs.size(), run.lr,
                   static_cast<long long>(run.batch_size), run.num_workers, run.device.c_str());
-      for (auto& r : train::train_run(run, options, train_set, test_set)) {
-        std::printf("run %d epoch %d: loss %.4f, test accuracy %.4f (%.1f s)\n", r.run, r.epoch, r.loss, r.accuracy,
-                    r.epoch_duration);
-        rows.push_back(r);
-      }
-      train::write_results(rows, options.out_dir);  // after every run, so a stopped grid keeps what it finished
+      train::train_run(run, options, train_set, test_set, rows, run.run == resume.run ? resume_from : "");
+      for (const auto& r : rows)
+        if (r.run == run.run)
+          std::printf("run %d epoch %d: loss %.4f, test accuracy %.4f (%.1f s)\n", r.run, r.epoch, r.loss,
+                      r.accuracy, r.epoch_duration);
+      // After every run, so a stopped grid keeps what it finished; rank 0 alone writes files.
+      if (rank == 0) train::write_results(rows, options.out_dir);
+    }
+    if (rank == 0 && resume.run_done && resume.run == static_cast<int>(runs.size())) {
+      std::filesystem::create_directories(options.out_dir);  // the grid had finished: its files again
+      train::write_results(rows, options.out_dir);
     }
     std::printf("\n%s\nresults: %s/results.csv, %s/results.json; models and TensorBoard logs in %s/run-*/\n",
                 train::results_table(rows).c_str(), options.out_dir.c_str(), options.out_dir.c_str(),

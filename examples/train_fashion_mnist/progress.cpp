@@ -29,14 +29,15 @@ void ProgressBar::finish() {
 void ProgressBar::draw(bool final_line) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = secs > 0 ? static_cast<double>(samples_) / secs : 0;
-  const double left = done_ > 0 ? secs / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
+  const int64_t timed = done_ - skipped_;  // batches done in this process
+  const double left = timed > 0 ? secs / static_cast<double>(timed) * static_cast<double>(total_ - done_) : 0;
   constexpr int width = 30;
   const int filled = total_ > 0 ? static_cast<int>(width * done_ / total_) : width;
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(width, '.');
   std::fprintf(stderr, "%s%s [%s] %lld/%lld loss %.4f %.0f samples/s %s %.1fs%s", tty_ ? "\r" : "", label_.c_str(),
                bar.c_str(), static_cast<long long>(done_), static_cast<long long>(total_),
-               done_ ? loss_sum_ / static_cast<double>(done_) : 0.0, rate, final_line ? "took" : "left",
+               timed ? loss_sum_ / static_cast<double>(timed) : 0.0, rate, final_line ? "took" : "left",
                final_line ? secs : left, (final_line || !tty_) ? "\n" : "");
   std::fflush(stderr);
 }

@@ -12,6 +12,9 @@ namespace train {
 class ProgressBar {
  public:
   ProgressBar(std::string label, int64_t total_batches, bool enabled);
+  // A resumed epoch: `batches` of it were done before (they count in the bar, not in
+  // the running loss or the rate).
+  void resume_at(int64_t batches) { done_ = skipped_ = batches; }
   // After each batch: its loss and how many samples it held.
   void update(double loss, int64_t samples);
   void finish();
@@ -20,7 +23,7 @@ class ProgressBar {
   void draw(bool final_line);
 
   std::string label_;
-  int64_t total_, done_ = 0, samples_ = 0;
+  int64_t total_, done_ = 0, skipped_ = 0, samples_ = 0;
   double loss_sum_ = 0;
   bool enabled_, tty_;
   int64_t next_report_ = 0;

@@ -1,21 +1,27 @@
 // One run (see run_manager.h). Evaluation runs under NoGradGuard in batches of
-// 1000 so memory stays bounded on any device.
+// 1000 so memory stays bounded on any device. A checkpoint is taken after a step
+// and holds everything the rest of the run depends on, so a resumed run ends with
+// the same bytes as one that never stopped (docs/checkpoints.md).
 #include "run_manager.h"
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "dist/dist.h"
 #include "ember.h"
 #include "nn/data/dataloader.h"
 #include "nn/nn.h"
+#include "nn/serialize/checkpoint.h"
 #include "nn/serialize/safetensors.h"
 #include "nn/serialize/summary_writer.h"
 #include "models.h"
 #include "progress.h"
+#include "results.h"
 
 namespace train {
 namespace {
@@ -63,8 +69,51 @@ void report_half_inference(nn::Module& net, const data::FashionMNIST& test_set, 
 
 }  // namespace
 
-std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& options,
-                                   const data::FashionMNIST& train_set, const data::FashionMNIST& test_set) {
+std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
+
+namespace {
+
+std::string record(const std::string& path, const std::map<std::string, std::string>& extra, const char* key) {
+  const auto it = extra.find(key);
+  if (it == extra.end())
+    throw ValueError(path + ": not a checkpoint of train_fashion_mnist (it has no '" + key + "' record)");
+  return it->second;
+}
+
+int64_t record_integer(const std::string& path, const std::map<std::string, std::string>& extra, const char* key) {
+  const std::string s = record(path, extra, key);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size())
+    throw ValueError(path + ": the checkpoint's '" + key + "' record is not an integer");
+  return v;
+}
+
+double record_double(const std::string& path, const std::map<std::string, std::string>& extra, const char* key) {
+  try {
+    return nlohmann::json::parse(record(path, extra, key)).get<double>();
+  } catch (const nlohmann::json::exception&) {
+    throw ValueError(path + ": the checkpoint's '" + key + "' record is not a number");
+  }
+}
+
+}  // namespace
+
+CheckpointInfo read_checkpoint(const std::string& path, const TrainOptions& options) {
+  const serialize::TrainingState info = serialize::read_checkpoint_info(path);
+  const std::string saved = record(path, info.extra, "config");
+  if (saved != options.config_key)
+    throw ValueError(path + ": the checkpoint was written by a run with other settings (" + saved +
+                     "); this one has " + options.config_key);
+  CheckpointInfo c;
+  c.run = static_cast<int>(record_integer(path, info.extra, "run"));
+  c.run_done = record_integer(path, info.extra, "run_done") == 1;
+  c.table = results_from_json(record(path, info.extra, "results"));
+  return c;
+}
+
+void train_run(const RunConfig& config, const TrainOptions& options, const data::FashionMNIST& train_set,
+               const data::FashionMNIST& test_set, std::vector<EpochResult>& table, const std::string& resume_from) {
   const Device device(config.device);
   manual_seed(options.seed);
   auto net = make_model(config.model);
@@ -104,18 +153,61 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
   // Disabled (a pass-through) without --amp.
   nn::amp::GradScaler scaler(nn::amp::GradScalerOptions{.enabled = !options.amp.empty()});
 
+  // What a checkpoint holds besides the objects: this epoch's loss sum on every rank
+  // (they differ; rank 0 writes them all), the skipped steps, the time spent so far.
   int64_t skipped_steps = 0;
+  double loss_sum = 0, epoch_seconds_before = 0, run_seconds_before = 0;
+  serialize::TrainingState state{.model = net.get(), .optimizer = opt.get(), .scaler = &scaler, .loader = &loader,
+                                 .generators = {{"default", &default_generator()}}};
+  if (!resume_from.empty()) {
+    serialize::load_checkpoint(resume_from, state);
+    const auto sums = nlohmann::json::parse(record(resume_from, state.extra, "loss_sums"), nullptr, false);
+    if (!sums.is_array() || sums.size() != static_cast<size_t>(world) || !sums[rank].is_number())
+      throw ValueError(resume_from + ": the checkpoint's 'loss_sums' record does not hold one number per rank");
+    loss_sum = sums[rank].get<double>();
+    skipped_steps = record_integer(resume_from, state.extra, "skipped_steps");
+    epoch_seconds_before = record_double(resume_from, state.extra, "epoch_seconds");
+    run_seconds_before = record_double(resume_from, state.extra, "run_seconds");
+  }
 
-  std::vector<EpochResult> results;
   const auto run_start = Clock::now();
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const auto epoch_start = Clock::now();
+  auto epoch_start = Clock::now();
+  const auto save = [&](bool run_done) {
+    std::vector<double> sums(static_cast<size_t>(world), 0.0);
+    sums[static_cast<size_t>(rank)] = loss_sum;
+#if EMBER_HAVE_MPI
+    if (options.ddp && !run_done) {  // each slot is one rank's sum plus zeros: exact
+      Tensor t = tensor(sums, {world});
+      dist::all_reduce(t, dist::ReduceOp::Sum);
+      sums = t.to_vector<double>();
+    }
+#endif
+    if (rank != 0) return;
+    state.extra = {{"config", options.config_key},
+                   {"run", std::to_string(config.run)},
+                   {"run_done", run_done ? "1" : "0"},
+                   {"results", results_to_json(table)},
+                   {"loss_sums", nlohmann::json(sums).dump()},
+                   {"skipped_steps", std::to_string(skipped_steps)},
+                   {"epoch_seconds", nlohmann::json(epoch_seconds_before + seconds_since(epoch_start)).dump()},
+                   {"run_seconds", nlohmann::json(run_seconds_before + seconds_since(run_start)).dump()}};
+    if (run_done) {  // the table says it all; the next run starts afresh
+      serialize::TrainingState done{.extra = state.extra};
+      serialize::save_checkpoint(checkpoint_path(options.out_dir), done);
+    } else {
+      serialize::save_checkpoint(checkpoint_path(options.out_dir), state);
+    }
+  };
+
+  for (int64_t e = state.progress.epoch; e < options.epochs; ++e) {
+    epoch_start = Clock::now();
+    const int epoch = static_cast<int>(e) + 1;
     char label[64];
     std::snprintf(label, sizeof label, "run %d epoch %d/%d", config.run, epoch, options.epochs);
     ProgressBar bar(label, loader.size(), options.progress && rank == 0);
-    double loss_sum = 0;
-    int64_t batches = 0;
-    for (auto& batch : loader.epoch(epoch - 1)) {
+    bar.resume_at(state.progress.batch);
+    auto pass = loader.epoch(e, state.progress.batch);
+    for (auto& batch : pass) {
       Tensor x = batch.inputs.to(device), y = batch.targets.to(device);
       Tensor loss;
       {
@@ -129,14 +221,15 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
       scaler.update();
       const double l = loss.item<double>();
       loss_sum += l;
-      ++batches;
       bar.update(l, x.shape()[0]);
+      state.progress = {e, pass.batch_index() + 1, state.progress.step + 1};
+      if (options.checkpoint_every > 0 && state.progress.step % options.checkpoint_every == 0) save(false);
     }
     bar.finish();
     EpochResult r;
     r.run = config.run;
     r.epoch = epoch;
-    r.loss = batches ? loss_sum / static_cast<double>(batches) : 0;
+    r.loss = loader.size() ? loss_sum / static_cast<double>(loader.size()) : 0;
 #if EMBER_HAVE_MPI
     if (options.ddp) {  // the mean over the ranks' shards
       Tensor l = full({1}, r.loss, {kFloat64});
@@ -144,27 +237,30 @@ std::vector<EpochResult> train_run(const RunConfig& config, const TrainOptions& 
       r.loss = l.item<double>();
     }
 #endif
-    r.epoch_duration = seconds_since(epoch_start);
+    r.epoch_duration = epoch_seconds_before + seconds_since(epoch_start);
     r.accuracy = rank == 0 ? test_accuracy(*net, test_set, device) : 0;
-    r.run_duration = seconds_since(run_start);
+    r.run_duration = run_seconds_before + seconds_since(run_start);
     r.config = config;
     if (writer) {
       writer->add_scalar("loss", r.loss, epoch);
       writer->add_scalar("accuracy", r.accuracy, epoch);
     }
-    results.push_back(r);
+    table.push_back(r);
+    loss_sum = 0;
+    epoch_seconds_before = 0;
+    state.progress = {e + 1, 0, state.progress.step};
   }
   if (!options.amp.empty() && rank == 0)
     std::printf("amp %s: %lld steps skipped for inf/NaN gradients, final loss scale %g\n", options.amp.c_str(),
                 static_cast<long long>(skipped_steps), scaler.get_scale());
   if (options.half && rank == 0) report_half_inference(*net, test_set, device);
-  if (rank != 0) return results;
+  if (rank != 0) return;
   writer->close();
   serialize::save_safetensors(net->state_dict(), run_dir + "/model.safetensors",
                               {{"network", config.model == "mlp" ? "MLP 784-1024-1024-10" : "seed FashionMNIST CNN"},
                                {"model", config.model},
                                {"epochs", std::to_string(options.epochs)}});
-  return results;
+  if (options.checkpoint_every > 0) save(true);
 }
 
 }  // namespace train

@@ -42,6 +42,36 @@ Tensor gather_rows(const Tensor& src, const int64_t* index, int64_t count) {
   return out;
 }
 
+// A worker's exception, raised on the loop's thread: the same Ember class with the
+// batch named, the original nested inside.
+[[noreturn]] void rethrow_from_worker(std::exception_ptr error, int64_t worker, int64_t batch) {
+  const std::string where = msg("DataLoader worker ", worker, " failed on batch ", batch, ": ");
+  try {
+    std::rethrow_exception(error);
+  }
+#define EMBER_RETHROW_AS(Class) \
+  catch (const Class& e) {      \
+    std::throw_with_nested(Class(where + e.what())); \
+  }
+  EMBER_RETHROW_AS(DeviceError)
+  EMBER_RETHROW_AS(DTypeError)
+  EMBER_RETHROW_AS(ShapeError)
+  EMBER_RETHROW_AS(IndexError)
+  EMBER_RETHROW_AS(ValueError)
+  EMBER_RETHROW_AS(NotImplementedError)
+  EMBER_RETHROW_AS(OutOfMemoryError)
+  EMBER_RETHROW_AS(CudaError)
+  EMBER_RETHROW_AS(FormatError)
+  EMBER_RETHROW_AS(DistError)
+  EMBER_RETHROW_AS(Error)
+#undef EMBER_RETHROW_AS
+  catch (const std::exception& e) {
+    std::throw_with_nested(Error(where + e.what()));
+  } catch (...) {
+    std::throw_with_nested(Error(where + "an exception not derived from std::exception"));
+  }
+}
+
 }  // namespace
 
 struct EpochState {
@@ -49,10 +79,12 @@ struct EpochState {
   DataLoaderOptions options;
   std::vector<int64_t> order;
   int64_t num_batches = 0;
+  int64_t start_batch = 0;  // the first batch this pass makes (a resumed epoch skips the others)
 
   // The loop's side.
   bool started = false, done = false;
   int64_t next = 0;  // the batch the loop takes next
+  int64_t current_index = 0;  // the batch `current` is (num_batches once done)
   Batch current;
 
   // Shared with workers, under `mutex`. A slot carries a batch or what making it threw.
@@ -78,7 +110,7 @@ struct EpochState {
   }
 
   void start_workers() {
-    const int64_t n = std::min<int64_t>(options.num_workers, num_batches);
+    const int64_t n = std::min<int64_t>(options.num_workers, num_batches - start_batch);
     try {
       for (int64_t w = 0; w < n; ++w) workers.emplace_back([this, w, n] { work(w, n); });
     } catch (...) {
@@ -99,7 +131,7 @@ struct EpochState {
 
   void work(int64_t w, int64_t stride) {
     const int64_t window = stride * options.prefetch_factor;
-    for (int64_t b = w; b < num_batches; b += stride) {
+    for (int64_t b = start_batch + w; b < num_batches; b += stride) {
       {
         std::unique_lock<std::mutex> lock(mutex);
         space_cv.wait(lock, [&] { return stop || b < taken + window; });
@@ -136,7 +168,8 @@ struct EpochState {
       taken = b + 1;
     }
     space_cv.notify_all();
-    if (slot.error) std::rethrow_exception(slot.error);
+    // Worker w makes batches start_batch + w, + w + num_workers, ...
+    if (slot.error) rethrow_from_worker(slot.error, (b - start_batch) % static_cast<int64_t>(workers.size()), b);
     return std::move(slot.batch);
   }
 
@@ -145,13 +178,16 @@ struct EpochState {
     current = Batch{};
     if (next >= num_batches) {
       done = true;
+      current_index = num_batches;
       return;
     }
     try {
+      current_index = next;
       current = take(next++);
     } catch (...) {
       // The epoch ends with the error; the workers stop now rather than at destruction.
       done = true;
+      current_index = num_batches;
       stop_workers();
       throw;
     }
@@ -197,13 +233,16 @@ std::vector<int64_t> DataLoader::indices(int64_t epoch) const {
   return order;
 }
 
-DataLoader::Epoch DataLoader::epoch(int64_t epoch) const {
+DataLoader::Epoch DataLoader::epoch(int64_t epoch, int64_t start_batch) const {
+  if (start_batch < 0 || start_batch > size())
+    throw ValueError(msg("DataLoader: start_batch must be in [0, ", size(), "], got ", start_batch));
   auto state = std::make_unique<EpochState>();
   state->inputs = inputs_;
   state->targets = targets_;
   state->options = options_;
   state->order = indices(epoch);
   state->num_batches = size();
+  state->start_batch = state->next = state->taken = state->current_index = start_batch;
   return Epoch(std::move(state));
 }
 
@@ -213,6 +252,7 @@ DataLoader::Epoch& DataLoader::Epoch::operator=(Epoch&&) noexcept = default;
 DataLoader::Epoch::~Epoch() = default;
 
 int64_t DataLoader::Epoch::size() const { return state_->num_batches; }
+int64_t DataLoader::Epoch::batch_index() const { return state_->current_index; }
 
 DataLoader::Epoch::iterator DataLoader::Epoch::begin() {
   EpochState& s = *state_;

@@ -47,7 +47,10 @@ struct DataLoaderOptions {
   int64_t num_replicas = 1;
   int64_t rank = 0;
   // Runs on each batch on the thread that made it (a worker when num_workers > 0),
-  // for augmentation or conversion. An exception it throws reaches the loop.
+  // for augmentation or conversion. An exception it throws reaches the loop: as it
+  // was without workers; from a worker, as the same Ember error class (ember::Error
+  // for other exceptions) with the message "DataLoader worker {w} failed on batch
+  // {b}: {what}" and the original nested (std::rethrow_if_nested gets it back).
   std::function<void(Batch&)> transform = nullptr;
 };
 
@@ -69,7 +72,10 @@ class DataLoader {
   std::vector<int64_t> indices(int64_t epoch) const;
   // One pass over the data, for a range-for. Workers, if any, start at begin() and
   // are stopped and joined when the Epoch is destroyed, even after a break.
-  Epoch epoch(int64_t epoch) const;
+  // start_batch > 0 resumes an epoch (from a checkpoint): the pass begins at that
+  // batch of the same order, the batches before it are neither made nor read.
+  // ValueError unless 0 <= start_batch <= size().
+  Epoch epoch(int64_t epoch, int64_t start_batch = 0) const;
 
   const Options& options() const { return options_; }
 
@@ -104,7 +110,11 @@ class DataLoader::Epoch {
   // Single pass: begin() starts the epoch; a second call continues where it is.
   iterator begin();
   std::default_sentinel_t end() const { return {}; }
+  // Batches in the whole epoch, including any skipped by start_batch.
   int64_t size() const;
+  // The index in the epoch of the batch the loop holds now (start_batch for the
+  // first one); size() once the epoch is over.
+  int64_t batch_index() const;
 
  private:
   friend class DataLoader;

@@ -191,4 +191,21 @@ void StepLR::step() {
   optimizer_.set_lr(base_lr_ * std::pow(gamma_, static_cast<double>(epoch_ / step_size_)));
 }
 
+StateDict StepLR::state_dict() const {
+  return {{"last_epoch", full({}, epoch_, kInt64)}, {"base_lr", full({}, base_lr_, kFloat64)}};
+}
+
+void StepLR::load_state_dict(const StateDict& state) {
+  auto get = [&](const char* key) -> const Tensor& {
+    for (const auto& [name, t] : state)
+      if (name == key && t.numel() == 1) return t;
+    throw ValueError(msg("StepLR.load_state_dict: missing key '", key, "'"));
+  };
+  const int64_t epoch = get("last_epoch").item<int64_t>();
+  const double base_lr = get("base_lr").item<double>();
+  if (epoch < 0) throw ValueError(msg("StepLR.load_state_dict: last_epoch must be non-negative, got ", epoch));
+  epoch_ = epoch;
+  base_lr_ = base_lr;
+}
+
 }  // namespace ember::nn::optim

@@ -90,6 +90,11 @@ class StepLR {
   void step();
   int64_t last_epoch() const { return epoch_; }
   double get_last_lr() const { return optimizer_.lr(); }
+  // "last_epoch" (int64) and "base_lr" (float64) as 0-dim tensors, PyTorch's names;
+  // the learning rate itself lives in the optimizer's state_dict. load_state_dict
+  // raises ValueError for a missing key or a negative last_epoch.
+  StateDict state_dict() const;
+  void load_state_dict(const StateDict& state);
 
  private:
   Optimizer& optimizer_;

@@ -35,6 +35,11 @@ void save_safetensors(const NamedTensors& tensors, const std::string& path,
 // hostile file raises FormatError naming the file and the problem.
 NamedTensors load_safetensors(const std::string& path);
 
+// The same, also filling `metadata` ("__metadata__"), from one open of the file: a
+// file replaced meanwhile by another renamed over it (a new checkpoint) cannot give
+// the tensors of one version and the metadata of the other.
+NamedTensors load_safetensors(const std::string& path, std::map<std::string, std::string>& metadata);
+
 // The "__metadata__" map (empty when absent), after the same header validation.
 std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 

@@ -88,6 +88,10 @@ json parse_json(const std::string& path, std::string_view text) {
     }
     return true;
   };
+  // nlohmann's lexer takes a NUL byte for the end of its input, so "{...}\0junk"
+  // would parse and the junk go unread; the JSON grammar has no place for one.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    bad(path, "header is not valid JSON (error near byte " + std::to_string(nul + 1) + ")");
   try {
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::parse_error& e) {

@@ -96,9 +96,15 @@ void check_bools(const std::string& path, const TensorEntry& e, const Tensor& t)
 }  // namespace
 
 NamedTensors load_safetensors(const std::string& path) {
+  std::map<std::string, std::string> unused;
+  return load_safetensors(path, unused);
+}
+
+NamedTensors load_safetensors(const std::string& path, std::map<std::string, std::string>& metadata) {
   InputFile file(path);
   uint64_t data_start = 0;
   const SafetensorsHeader header = read_header(path, file, data_start);
+  metadata = header.metadata;
   NamedTensors out;
   out.reserve(header.tensors.size());
   for (const TensorEntry& e : header.tensors) {

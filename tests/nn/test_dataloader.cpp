@@ -1,6 +1,7 @@
 // The DataLoader and its sampler: coverage of every sample per epoch, batch sizes,
 // seeded orders, workers giving the same batches as the calling thread, clean
-// stops mid-epoch, errors from workers, rank shards, and argument errors.
+// stops mid-epoch, epochs resumed at a batch, errors from workers (named by
+// worker and batch), rank shards, and argument errors.
 #include <dirent.h>
 
 #include <algorithm>
@@ -224,7 +225,11 @@ TEST_CASE("DataLoader stops its workers when an epoch is left early", "[data][da
 
 TEST_CASE("an exception in a worker reaches the loop at its batch", "[data][dataloader][workers]") {
   auto [x, y] = numbered(40);
-  for (int workers : {0, 1, 3}) {
+  // Batch 5 (samples 20..23) fails; with 3 workers it is worker 5 % 3's.
+  const std::pair<int, std::string> cases[] = {{0, "bad sample 20"},
+                                               {1, "DataLoader worker 0 failed on batch 5: bad sample 20"},
+                                               {3, "DataLoader worker 2 failed on batch 5: bad sample 20"}};
+  for (const auto& [workers, message] : cases) {
     DataLoader loader(x, y, {.batch_size = 4, .num_workers = workers, .transform = [](Batch& b) {
                                if (b.targets.to_vector<int64_t>()[0] == 20) throw std::runtime_error("bad sample 20");
                              }});
@@ -233,11 +238,65 @@ TEST_CASE("an exception in a worker reaches the loop at its batch", "[data][data
     auto read_all = [&] {
       for (Batch& b : loader.epoch(0)) seen.push_back(b.targets.to_vector<int64_t>()[0]);
     };
-    REQUIRE_THROWS_MATCHES(read_all(), std::runtime_error, Message("bad sample 20"));
+    REQUIRE_THROWS_MATCHES(read_all(), std::runtime_error, Message(message));
     // Every batch before the failing one arrived, in order; none after it.
     REQUIRE(seen == std::vector<int64_t>{0, 4, 8, 12, 16});
     REQUIRE(thread_count() == before);
   }
+}
+
+TEST_CASE("a worker's exception keeps its Ember class and nests the original", "[data][dataloader][workers][errors]") {
+  auto [x, y] = numbered(12);
+  DataLoader loader(x, y, {.batch_size = 2, .num_workers = 2, .transform = [](Batch& b) {
+                             if (b.targets.to_vector<int64_t>()[0] == 6) throw ShapeError("rows of 3 expected");
+                           }});
+  auto read_all = [&] {
+    for (Batch& b : loader.epoch(0)) (void)b;
+  };
+  EXPECT_ERROR(read_all(), ShapeError, "DataLoader worker 1 failed on batch 3: rows of 3 expected");
+  try {
+    read_all();
+    FAIL("no exception");
+  } catch (const ShapeError& e) {
+    REQUIRE_THROWS_MATCHES(std::rethrow_if_nested(e), ShapeError, Message("rows of 3 expected"));
+  }
+  // A resumed epoch counts batches from the epoch's start, not from where it resumed.
+  auto read_from_2 = [&] {
+    for (Batch& b : loader.epoch(0, 2)) (void)b;
+  };
+  EXPECT_ERROR(read_from_2(), ShapeError, "DataLoader worker 1 failed on batch 3: rows of 3 expected");
+  // Something that is not a std::exception still arrives, as an ember::Error.
+  DataLoader odd(x, y, {.batch_size = 4, .num_workers = 1, .transform = [](Batch&) { throw 42; }});
+  auto read_odd = [&] {
+    for (Batch& b : odd.epoch(0)) (void)b;
+  };
+  EXPECT_ERROR(read_odd(), Error, "DataLoader worker 0 failed on batch 0: an exception not derived from std::exception");
+}
+
+TEST_CASE("an epoch resumed at a batch gives the rest of the same order", "[data][dataloader][workers]") {
+  auto [x, y] = numbered(23);
+  for (int workers : {0, 1, 3}) {
+    DataLoader loader(x, y, {.batch_size = 4, .shuffle = true, .seed = 11, .num_workers = workers});
+    const auto whole = run_epoch(loader, 2);
+    REQUIRE(whole.size() == 6);
+    for (int64_t start : {0, 1, 5, 6}) {
+      auto epoch = loader.epoch(2, start);
+      std::vector<std::vector<int64_t>> rest;
+      std::vector<int64_t> positions;
+      for (auto it = epoch.begin(); it != epoch.end(); ++it) {
+        positions.push_back(epoch.batch_index());
+        rest.push_back(it->targets.to_vector<int64_t>());
+      }
+      REQUIRE(rest == std::vector<std::vector<int64_t>>(whole.begin() + start, whole.end()));
+      std::vector<int64_t> want(static_cast<size_t>(6 - start));
+      std::iota(want.begin(), want.end(), start);
+      REQUIRE(positions == want);
+      REQUIRE(epoch.batch_index() == 6);
+    }
+  }
+  DataLoader loader(x, y, {.batch_size = 4});
+  EXPECT_ERROR(loader.epoch(0, 7), ValueError, "DataLoader: start_batch must be in [0, 6], got 7");
+  EXPECT_ERROR(loader.epoch(0, -1), ValueError, "DataLoader: start_batch must be in [0, 6], got -1");
 }
 
 TEST_CASE("an exception ends its epoch; iterating on stays at the end", "[data][dataloader][workers]") {
@@ -248,7 +307,7 @@ TEST_CASE("an exception ends its epoch; iterating on stays at the end", "[data][
   auto epoch = loader.epoch(0);
   auto it = epoch.begin();
   REQUIRE(it->targets.to_vector<int64_t>()[0] == 0);
-  REQUIRE_THROWS_AS(++it, ValueError);
+  REQUIRE_THROWS_MATCHES(++it, ValueError, Message("DataLoader worker 1 failed on batch 1: nope"));
   REQUIRE(it == epoch.end());
   ++it;
   REQUIRE(it == epoch.end());

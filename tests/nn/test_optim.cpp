@@ -249,6 +249,32 @@ TEST_CASE("StepLR multiplies the learning rate by gamma every step_size steps, a
   EXPECT_ERROR(StepLR(sgd, 0), ValueError, "StepLR: step_size must be positive, got 0");
 }
 
+TEST_CASE("StepLR state_dict: a restored scheduler continues the schedule", "[nn][optim]") {
+  Tensor p = zeros({1}).requires_grad_();
+  SGD sgd({p}, 0.1), other_sgd({p}, 0.1);
+  StepLR sched(sgd, 2, 0.5);
+  for (int i = 0; i < 3; ++i) sched.step();
+  const nn::StateDict saved = sched.state_dict();
+  REQUIRE(saved.size() == 2);
+  CHECK(saved[0].first == "last_epoch");
+  CHECK(saved[1].first == "base_lr");
+  // A fresh scheduler made after the optimizer's lr had changed still uses the saved base.
+  other_sgd.set_lr(sgd.lr());
+  StepLR restored(other_sgd, 2, 0.5);
+  restored.load_state_dict(saved);
+  CHECK(restored.last_epoch() == 3);
+  for (int i = 0; i < 3; ++i) {
+    sched.step();
+    restored.step();
+    CHECK(other_sgd.lr() == sgd.lr());
+  }
+  CHECK(sgd.lr() == 0.1 * 0.125);
+  EXPECT_ERROR(restored.load_state_dict({}), ValueError, "StepLR.load_state_dict: missing key 'last_epoch'");
+  EXPECT_ERROR(restored.load_state_dict({{"last_epoch", full({}, int64_t{-1}, kInt64)}, {"base_lr", full({}, 0.1)}}),
+               ValueError, "StepLR.load_state_dict: last_epoch must be non-negative, got -1");
+  CHECK(restored.last_epoch() == 6);  // a refused state changes nothing
+}
+
 TEST_CASE("optimizer zero_grad; parameters without a gradient are skipped", "[nn][optim]") {
   manual_seed(9);
   nn::Network net;

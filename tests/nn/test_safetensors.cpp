@@ -353,6 +353,11 @@ TEST_CASE("safetensors: malformed headers", "[safetensors][errors]") {
   EXPECT_ERROR(load_header(R"({"w":)"), FormatError, p + ": header is not valid JSON (error near byte 6)");
   EXPECT_ERROR(load_header(R"({"w":{}} x)"), FormatError, p + ": header is not valid JSON (error near byte 10)");
   EXPECT_ERROR(load_header("{\"\xff\":1}"), FormatError, p + ": header is not valid JSON (error near byte 3)");
+  // A NUL byte ends nlohmann's input: without a check of its own, what follows it went unread
+  // (found by the checkpoint test that changes every byte of a file).
+  EXPECT_ERROR(load_header(std::string("{}\0\0\0 junk", 10)), FormatError,
+               p + ": header is not valid JSON (error near byte 3)");
+  EXPECT_ERROR(load_header(std::string("{} \0", 4)), FormatError, p + ": header is not valid JSON (error near byte 4)");
   // Found by fuzzing (tests/fuzz, safetensors): a number beyond double's range let
   // nlohmann's out_of_range exception escape the reader.
   EXPECT_ERROR(load_header(R"({"m":{"dtype":"BOOL","shape":[3e444],"data_offsets":[0,3]}})"), FormatError,

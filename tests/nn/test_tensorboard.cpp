@@ -1,7 +1,7 @@
 // TensorBoard event files: what SummaryWriter writes is read back by a reader
-// written here from the format description alone (its own bitwise CRC-32C, its
-// own TFRecord framing and protobuf decoding), and the library's CRC-32C is held
-// to published check values, one of them taken from a real TensorFlow event file.
+// written from the format description alone (tests/support/event_reader.h: its
+// own bitwise CRC-32C, TFRecord framing and protobuf decoding), and the library's
+// CRC-32C is held to published check values, one from a real TensorFlow event file.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -20,6 +20,7 @@
 #include "nn/serialize/crc32c.h"
 #include "nn/serialize/summary_writer.h"
 #include "nn/serialize/tfrecord.h"
+#include "support/event_reader.h"
 
 using namespace ember;
 using namespace ember::serialize;
@@ -28,134 +29,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// ---- the independent reader ----
-
-// One bit at a time, straight from the definition: reflected polynomial 0x82F63B78,
-// register preset to all ones, result inverted.
-uint32_t bitwise_crc32c(const std::string& s) {
-  uint32_t r = 0xffffffffu;
-  for (unsigned char c : s) {
-    r ^= c;
-    for (int k = 0; k < 8; ++k) r = (r >> 1) ^ ((r & 1u) ? 0x82F63B78u : 0u);
-  }
-  return ~r;
-}
-
-uint32_t masked(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
-
-uint64_t read_le(const std::string& s, size_t at, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(s.at(at + i))) << (8 * i);
-  return v;
-}
-
-// Splits a TFRecord file into its payloads, checking both CRCs of every record.
-std::vector<std::string> read_records(const std::string& file) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at < file.size()) {
-    REQUIRE(file.size() - at >= 12);
-    const uint64_t len = read_le(file, at, 8);
-    REQUIRE(read_le(file, at + 8, 4) == masked(bitwise_crc32c(file.substr(at, 8))));
-    REQUIRE(file.size() - at - 12 >= len + 4);
-    const std::string data = file.substr(at + 12, len);
-    REQUIRE(read_le(file, at + 12 + len, 4) == masked(bitwise_crc32c(data)));
-    out.push_back(data);
-    at += 12 + len + 4;
-  }
-  return out;
-}
-
-// A protobuf field: varints and fixed values in `number`, length-delimited in `bytes`.
-struct Field {
-  int tag = 0, wire = 0;
-  uint64_t number = 0;
-  std::string bytes;
-};
-
-std::vector<Field> decode(const std::string& msg) {
-  std::vector<Field> fields;
-  size_t at = 0;
-  auto varint = [&]() {
-    uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      REQUIRE(shift < 70);
-      const auto b = static_cast<unsigned char>(msg.at(at++));
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-  };
-  while (at < msg.size()) {
-    const uint64_t key = varint();
-    Field f;
-    f.tag = static_cast<int>(key >> 3);
-    f.wire = static_cast<int>(key & 7);
-    if (f.wire == 0) {
-      f.number = varint();
-    } else if (f.wire == 1 || f.wire == 5) {
-      const int n = f.wire == 1 ? 8 : 4;
-      f.number = read_le(msg, at, n);
-      at += n;
-    } else if (f.wire == 2) {
-      const uint64_t n = varint();
-      REQUIRE(n <= msg.size() - at);
-      f.bytes = msg.substr(at, n);
-      at += n;
-    } else {
-      FAIL("unexpected wire type " << f.wire);
-    }
-    fields.push_back(f);
-  }
-  return fields;
-}
-
-const Field& only(const std::vector<Field>& fields, int tag, int wire) {
-  const Field* found = nullptr;
-  for (const Field& f : fields)
-    if (f.tag == tag) {
-      REQUIRE(found == nullptr);
-      found = &f;
-    }
-  REQUIRE(found != nullptr);
-  REQUIRE(found->wire == wire);
-  return *found;
-}
-
-double as_double(uint64_t bits) { return std::bit_cast<double>(bits); }
-float as_float(uint64_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits)); }
-
-struct Scalar_ {
-  std::string tag;
-  int64_t step;
-  float value;
-  double wall_time;
-};
-
-// The file version from the first event and the scalars of all later ones.
-std::pair<std::string, std::vector<Scalar_>> read_event_file(const std::string& path, double* first_wall_time = nullptr) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream s;
-  s << in.rdbuf();
-  const std::vector<std::string> records = read_records(s.str());
-  REQUIRE(!records.empty());
-  const std::vector<Field> first = decode(records[0]);
-  REQUIRE(first.size() == 2);
-  if (first_wall_time) *first_wall_time = as_double(only(first, 1, 1).number);
-  const std::string version = only(first, 3, 2).bytes;
-  std::vector<Scalar_> scalars;
-  for (size_t i = 1; i < records.size(); ++i) {
-    const std::vector<Field> event = decode(records[i]);
-    REQUIRE(event.size() == 3);
-    const std::vector<Field> summary = decode(only(event, 5, 2).bytes);
-    REQUIRE(summary.size() == 1);
-    const std::vector<Field> value = decode(only(summary, 1, 2).bytes);
-    REQUIRE(value.size() == 2);
-    scalars.push_back({only(value, 1, 2).bytes, static_cast<int64_t>(only(event, 2, 0).number),
-                       as_float(only(value, 2, 5).number), as_double(only(event, 1, 1).number)});
-  }
-  return {version, scalars};
-}
+using namespace event_reader;
+using Scalar_ = event_reader::Scalar;
 
 struct TempDir {
   fs::path path;
@@ -278,6 +153,32 @@ TEST_CASE("SummaryWriter writes scalars an independent reader reads back", "[ten
   }
   CHECK(scalars.back().tag == "walltime");
   CHECK(scalars.back().wall_time == 1234567890.5);
+}
+
+TEST_CASE("the independent reader refuses a damaged event file", "[tensorboard]") {
+  TempDir dir;
+  std::string path;
+  {
+    SummaryWriter w(dir.path.string());
+    path = w.path();
+    w.add_scalar("loss", 0.5, 1);
+    w.add_scalar("accuracy", 0.75, 2);
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  const std::string bytes = s.str();
+  REQUIRE(parse_event_file(bytes).second.size() == 2);
+  // Every single-bit change breaks a CRC or the framing; the reader says so with
+  // FormatError (tests/fuzz/fuzz_event_reader.cpp feeds it hostile bytes).
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string changed = bytes;
+    changed[i] = static_cast<char>(changed[i] ^ 0x04);
+    REQUIRE_THROWS_AS(parse_event_file(changed), FormatError);
+  }
+  REQUIRE_THROWS_MATCHES(parse_event_file(bytes.substr(0, bytes.size() - 1)), FormatError,
+                         Message("event file: a record is cut short"));
+  REQUIRE_THROWS_MATCHES(parse_event_file(""), FormatError, Message("event file: no records"));
 }
 
 TEST_CASE("SummaryWriter: two writers get two files; close is final", "[tensorboard][errors]") {

@@ -1,7 +1,7 @@
 // Creation: zeros/ones/full (dtype from the value's kind when no options are
 // given), arange with PyTorch's length rule ceil((end - start) / step), rand and
-// randn statistics and seed reproducibility (also across thread counts),
-// tensor() from vectors and initializer lists, scalar_tensor.
+// randn statistics and seed reproducibility (also across thread counts), a
+// generator's state saved and restored as bytes, tensor() from vectors and initializer lists, scalar_tensor.
 #include <cmath>
 
 #include <catch2/catch.hpp>
@@ -195,6 +195,37 @@ TEST_CASE("the same seed gives the same numbers, whatever the thread count", "[c
   CHECK(ref::read(randn({50}, kFloat32, &g1)).v != ref::read(x1).v);
   g2.manual_seed(99);
   CHECK(ref::read(randn({50}, kFloat32, &g2)).v == ref::read(x1).v);
+}
+
+TEST_CASE("a generator's state as bytes: restored, it draws what it would have drawn", "[creation][random]") {
+  Generator g(12345);
+  (void)rand({7}, kFloat32, &g);  // an offset that is not a multiple of 4 numbers drawn
+  const std::vector<uint8_t> state = g.get_state();
+  REQUIRE(state.size() == 20);
+  const std::vector<double> want = ref::read(randn({33}, kFloat64, &g)).v;
+  Generator other(1);
+  other.set_state(state);
+  CHECK(ref::read(randn({33}, kFloat64, &other)).v == want);
+  CHECK(other.seed() == 12345);
+  g.set_state(state);  // back in time
+  CHECK(ref::read(randn({33}, kFloat64, &g)).v == want);
+  // The default generator too, the one manual_seed seeds.
+  manual_seed(5);
+  (void)rand({3});
+  const std::vector<uint8_t> saved = default_generator().get_state();
+  const std::vector<double> next = ref::read(rand({10})).v;
+  default_generator().set_state(saved);
+  CHECK(ref::read(rand({10})).v == next);
+
+  std::vector<uint8_t> bad = state;
+  bad[0] = 'X';
+  CHECK_THROWS_MATCHES(g.set_state(bad), ValueError,
+                       Catch::Matchers::Message(
+                           "Generator.set_state: expected the 20 bytes of Generator.get_state, got 20 bytes with another tag"));
+  CHECK_THROWS_MATCHES(g.set_state({1, 2, 3}), ValueError,
+                       Catch::Matchers::Message(
+                           "Generator.set_state: expected the 20 bytes of Generator.get_state, got 3 bytes"));
+  CHECK(ref::read(randn({33}, kFloat64, &g)).v != want);  // a refused state changes nothing: g is past `want`
 }
 
 TEST_CASE("tensor() from vectors and initializer lists", "[creation]") {

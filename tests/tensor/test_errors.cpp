@@ -193,6 +193,10 @@ TEST_CASE("creation errors", "[errors][creation]") {
                "from_blob: shape [4611686018427387904] and dtype float64 span more bytes than fit in 64 bits");
   EXPECT_ERROR(clamp(zeros({2}), std::nullopt, std::nullopt), ValueError,
                "clamp: at least one of 'min' or 'max' must not be None");
+  Generator g;
+  EXPECT_ERROR(g.set_state({}), ValueError, "Generator.set_state: expected the 20 bytes of Generator.get_state, got 0 bytes");
+  EXPECT_ERROR(g.set_state(std::vector<uint8_t>(20, 0)), ValueError,
+               "Generator.set_state: expected the 20 bytes of Generator.get_state, got 20 bytes with another tag");
 }
 
 TEST_CASE("views whose sizes overflow int64 raise before any product is formed", "[errors][views]") {
