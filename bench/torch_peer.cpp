@@ -129,17 +129,15 @@ bool torch_peer_available(std::string* why) {
   return reason.empty();
 }
 
-std::optional<nlohmann::json> run_torch_peer(const std::vector<std::string>& args, int threads,
-                                             std::string* why, const std::string& script) {
-  std::vector<std::string> argv = {kPython, script_path(script)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  argv.push_back("--threads");
-  argv.push_back(std::to_string(threads));
+std::optional<nlohmann::json> run_json_child(const std::vector<std::string>& argv,
+                                             const std::map<std::string, std::string>& overrides,
+                                             std::string* why) {
   std::string out;
-  const int rc = spawn_and_read(argv, peer_overrides(threads), &out, why);
+  const int rc = spawn_and_read(argv, overrides, &out, why);
   if (rc < 0) return std::nullopt;
+  const std::string name = argv.size() > 1 ? argv[1].substr(argv[1].find_last_of('/') + 1) : argv[0];
   if (rc != 0) {
-    *why = script + " exited with status " + std::to_string(rc);
+    *why = name + " exited with status " + std::to_string(rc);
     return std::nullopt;
   }
   // The result is the last line that parses as a JSON object.
@@ -151,8 +149,17 @@ std::optional<nlohmann::json> run_torch_peer(const std::vector<std::string>& arg
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_discarded()) result = std::move(j);
   }
-  if (!result) *why = script + " printed no JSON line";
+  if (!result) *why = name + " printed no JSON line";
   return result;
+}
+
+std::optional<nlohmann::json> run_torch_peer(const std::vector<std::string>& args, int threads,
+                                             std::string* why, const std::string& script) {
+  std::vector<std::string> argv = {kPython, script_path(script)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--threads");
+  argv.push_back(std::to_string(threads));
+  return run_json_child(argv, peer_overrides(threads), why);
 }
 
 std::string torch_peer_environment(int threads) {

@@ -1,9 +1,11 @@
 // PyTorch as the peer of the train and infer suites: runs bench/peers/torch_seed_net.py
 // under /usr/bin/python3 in a child process, in PyTorch's best CPU configuration,
-// and returns the one line of JSON it prints. Also the process-memory probes both
-// suites use, so that Ember's and PyTorch's peak RSS are measured the same way.
+// and returns the one line of JSON it prints; the child-process runner under it
+// serves every peer script (the onnx suite's ONNX Runtime peer too). Also the
+// process-memory probes, so that Ember's and a peer's peak RSS are measured alike.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -22,6 +24,14 @@ bool torch_peer_available(std::string* why = nullptr);
 // `script` names another peer script in bench/peers/ (the quant suite's).
 std::optional<nlohmann::json> run_torch_peer(const std::vector<std::string>& args, int threads,
                                              std::string* why, const std::string& script = "torch_seed_net.py");
+
+// Runs argv (argv[0] a path) in a child process whose environment is ours with
+// `overrides` replaced, its stderr on ours, and returns the last line of its stdout
+// that parses as a JSON object; nullopt with *why set when it cannot run, exits
+// non-zero or prints no such line. Every peer script goes through this.
+std::optional<nlohmann::json> run_json_child(const std::vector<std::string>& argv,
+                                             const std::map<std::string, std::string>& overrides,
+                                             std::string* why);
 
 // The environment the peer runs in, for the suite's header line.
 std::string torch_peer_environment(int threads);

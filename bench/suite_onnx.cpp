@@ -1,0 +1,272 @@
+// The onnx suite: models exported from PyTorch (tests/onnx/models/: the seed CNN,
+// the MLP, the transformer) through ember::onnx::Model::run, next to ONNX Runtime
+// (bench/peers/ort_bench.js in a node child process, intra-op threads = --threads)
+// in the same run, in alternating rounds: the median latency of batch 1 and the
+// median time of batch 1000. Both sides get the same batch (the committed input
+// rows repeated) and their output checksums must agree. Then, at batch 1, where
+// Ember's time goes: each step of the model's plan timed alone, summed per op type.
+// The floor is the model's multiply-adds at the measured FMA peak.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "bench/floors.h"
+#include "bench/harness.h"
+#include "bench/torch_peer.h"
+#include "ember.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/isa.h"
+#include "onnx/onnx.h"
+#include "onnx/plan.h"
+
+namespace ember::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::string kModels = std::string(EMBER_BENCH_SOURCE_DIR) + "/../tests/onnx/models/";
+const std::string kOrtScript = std::string(EMBER_BENCH_SOURCE_DIR) + "/peers/ort_bench.js";
+const std::string kOrtPackage = std::string(EMBER_BENCH_SOURCE_DIR) + "/peers/ort/node_modules/onnxruntime-node";
+constexpr int kRounds = 3;
+
+struct ModelCase {
+  const char* name;
+  double flops_per_row;  // multiply-adds x 2 of one row of the batch
+};
+
+// Seed CNN: conv1, conv2, fc1, fc2, out. MLP: three layers. Transformer, per
+// sequence of 16 tokens: per layer QKV projection, scores, scores x V, output
+// projection and the two feed-forward layers; then the head.
+const ModelCase kCases[] = {
+    {"seed_net", 2 * (6.0 * 24 * 24 * 25 + 12.0 * 8 * 8 * 150 + 192.0 * 120 + 120.0 * 60 + 60.0 * 10)},
+    {"mlp", 2 * (784.0 * 256 + 256.0 * 128 + 128.0 * 10)},
+    {"transformer", 2 * (2 * (16.0 * 64 * 192 + 2 * 16.0 * 16 * 64 + 16.0 * 64 * 64 + 2 * 16.0 * 64 * 128) + 16.0 * 64 * 10)},
+};
+struct BatchCase {
+  int64_t batch;
+  int warmup, calls;
+};
+const BatchCase kBatches[] = {{1, 200, 2000}, {1000, 3, 20}};
+
+double load1() {
+  double l[1] = {0};
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+template <class F>
+std::vector<double> sorted_seconds(F&& f, int warmup, int calls) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> t(static_cast<size_t>(calls));
+  for (auto& s : t) {
+    const auto t0 = Clock::now();
+    f();
+    s = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  std::sort(t.begin(), t.end());
+  return t;
+}
+double median(const std::vector<double>& sorted) { return sorted[sorted.size() / 2]; }
+
+// The committed input's rows repeated up to `batch` rows (ort_bench.js does the same).
+Tensor tile_rows(const Tensor& x, int64_t batch) {
+  const Tensor src = x.contiguous();
+  Shape shape = src.shape();
+  shape[0] = batch;
+  Tensor out = empty(shape, TensorOptions(src.dtype()));
+  const size_t row = src.nbytes() / static_cast<size_t>(src.size(0));
+  for (int64_t i = 0; i < batch; ++i)
+    std::memcpy(static_cast<char*>(out.data_ptr()) + i * row,
+                static_cast<const char*>(src.data_ptr()) + (i % src.size(0)) * row, row);
+  return out;
+}
+
+std::pair<double, double> sums(const Tensor& y) {
+  double s = 0, a = 0;
+  for (float v : y.contiguous().to_vector<float>()) s += v, a += std::abs(v);
+  return {s, a};
+}
+
+std::string find_node() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && access((dir + "/node").c_str(), X_OK) == 0) return dir + "/node";
+  return "";
+}
+
+// "" when the peer can run, else why not.
+std::string ort_missing(const std::string& node) {
+  if (node.empty()) return "node not found on PATH (scripts/install-deps installs nodejs)";
+  if (access((kOrtPackage + "/package.json").c_str(), R_OK) != 0)
+    return kOrtPackage + " not found (scripts/install-ort installs it)";
+  return "";
+}
+
+// Where the time of one batch-1 call goes: the plan's steps run as Plan::run runs
+// them, each timed alone; per op type the sum of its steps' medians, and what
+// run() spends outside the steps. Whole run() calls alternate with the stepped
+// ones, so that both medians come from the same stretch of machine load.
+void print_breakdown(const std::string& name, const onnx::Model& model, const Tensor& x) {
+  std::ifstream f(kModels + name + ".onnx", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto plan = onnx::build_plan(bytes, kCPU, kModels, kModels + name + ".onnx", true);
+  constexpr int kWarmup = 100, kCalls = 1000;
+  std::vector<std::vector<double>> per_step(plan->steps.size());
+  std::vector<double> whole;
+  NoGradGuard no_grad;
+  for (int call = 0; call < kWarmup + kCalls; ++call) {
+    const auto r0 = Clock::now();
+    model.run({x});
+    if (call >= kWarmup) whole.push_back(std::chrono::duration<double>(Clock::now() - r0).count());
+    std::vector<Tensor> slots(plan->num_slots), args;
+    slots[plan->input_slots[0]] = x;
+    for (size_t i = 0; i < plan->steps.size(); ++i) {
+      const onnx::Step& step = plan->steps[i];
+      args.clear();
+      for (const onnx::ValueRef& r : step.inputs)
+        args.push_back(r.kind == onnx::ValueRef::Kind::Slot       ? slots[r.index]
+                       : r.kind == onnx::ValueRef::Kind::Constant ? plan->constants[r.index]
+                                                                  : Tensor());
+      const auto t0 = Clock::now();
+      std::vector<Tensor> outs = step.fn(args);
+      if (call >= kWarmup) per_step[i].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      for (size_t j = 0; j < step.outputs.size() && j < outs.size(); ++j)
+        if (step.outputs[j] >= 0) slots[static_cast<size_t>(step.outputs[j])] = std::move(outs[j]);
+      for (uint32_t s : step.release) slots[s] = Tensor();
+    }
+  }
+  std::sort(whole.begin(), whole.end());
+  const double run_median_s = median(whole);
+  std::map<std::string, std::pair<int, double>> by_op;  // op type -> steps, seconds
+  double total = 0;
+  for (size_t i = 0; i < per_step.size(); ++i) {
+    std::sort(per_step[i].begin(), per_step[i].end());
+    const std::string& where = plan->steps[i].where;  // "ONNX op 'Conv' (node ...)"
+    const size_t a = where.find('\''), b = where.find('\'', a + 1);
+    auto& slot = by_op[where.substr(a + 1, b - a - 1)];
+    slot.first += 1;
+    slot.second += median(per_step[i]);
+    total += median(per_step[i]);
+  }
+  std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_op.begin(), by_op.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& p, const auto& q) { return p.second.second > q.second.second; });
+  std::printf("  where ember's batch-1 time goes (%s, %zu steps, medians of %d calls each; run() median %.1f us):\n",
+              name.c_str(), plan->steps.size(), kCalls, run_median_s * 1e6);
+  for (const auto& [op, v] : rows)
+    std::printf("    %-20s %3d steps %8.1f us %5.1f%%\n", op.c_str(), v.first, v.second * 1e6,
+                100 * v.second / run_median_s);
+  std::printf("    %-20s %9s %8.1f us %5.1f%%\n", "outside the steps", "", (run_median_s - total) * 1e6,
+              100 * (run_median_s - total) / run_median_s);
+}
+
+void onnx_suite(const Options& opt, Report& report) {
+  if (opt.device != "cpu") {
+    std::printf("onnx: no %s run yet, skipped\n", opt.device.c_str());
+    return;
+  }
+  set_num_threads(opt.threads);
+  std::printf("onnx: ember kernels: gemm %s, isa %s (convolution, pooling, softmax and elementwise tables), "
+              "%d threads\n",
+              cpu::gemm_kernel_name(), cpu::isa_name(cpu::active_isa()), opt.threads);
+  const std::string node = find_node();
+  const std::string missing = ort_missing(node);
+  if (missing.empty())
+    std::printf("onnx: peer onnxruntime-node (%s), CPU provider, intra-op %d threads, inter-op 1, sequential, "
+                "all graph optimizations\n", node.c_str(), opt.threads);
+  else
+    std::printf("onnx: peer: none (%s)\n", missing.c_str());
+  const double peak = measured_fma_peak_gflops(opt.threads) * 1e9;
+
+  for (const ModelCase& mc : kCases) {
+    const std::string path = kModels + mc.name + ".onnx", input = kModels + mc.name + "_input_0.pb";
+    const Tensor x0 = onnx::load_tensor(input);
+    onnx::Model model;
+    std::string ember_error;
+    try {
+      model = onnx::load(path);
+      model.run({x0});
+    } catch (const Error& e) {
+      ember_error = e.what();
+      std::printf("onnx: %s: ember cannot run it, no records: %s\n", mc.name, e.what());
+    }
+    Tensor x1;
+    for (const BatchCase& bc : kBatches) {
+      const Tensor x = tile_rows(x0, bc.batch);
+      std::optional<double> ember_s, ort_s;
+      std::optional<nlohmann::json> ort_last;
+      bool peer_ok = missing.empty();
+      for (int round = 0; round < kRounds; ++round) {
+        if (ember_error.empty()) {
+          const auto t = sorted_seconds([&] { auto y = model.run({x}); }, bc.warmup, bc.calls);
+          const double e = median(t);
+          ember_s = ember_s ? std::min(*ember_s, e) : e;
+          std::printf("  %-11s batch %4lld round %d ember %10.1f us  (p10 %.1f, p90 %.1f; load %.2f)\n", mc.name,
+                      static_cast<long long>(bc.batch), round + 1, e * 1e6, t[t.size() / 10] * 1e6,
+                      t[t.size() * 9 / 10] * 1e6, load1());
+        }
+        if (!peer_ok) continue;
+        std::string why;
+        const auto j = run_json_child({node, kOrtScript, "--model", path, "--input", input, "--batch",
+                                       std::to_string(bc.batch), "--threads", std::to_string(opt.threads),
+                                       "--warmup", std::to_string(bc.warmup), "--iters", std::to_string(bc.calls)},
+                                      {}, &why);
+        if (!j) {
+          std::printf("  onnxruntime peer failed: %s\n", why.c_str());
+          peer_ok = false;
+          continue;
+        }
+        const double o = (*j)["median_us"].get<double>() * 1e-6;
+        ort_s = ort_s ? std::min(*ort_s, o) : o;
+        ort_last = j;
+        std::printf("  %-11s batch %4lld round %d ort   %10.1f us  (p10 %.1f, p90 %.1f, p99 %.1f; public async "
+                    "run %.1f us; load %.2f)\n",
+                    mc.name, static_cast<long long>(bc.batch), round + 1, o * 1e6, (*j)["p10_us"].get<double>(),
+                    (*j)["p90_us"].get<double>(), (*j)["p99_us"].get<double>(),
+                    (*j)["api_median_us"].get<double>(), load1());
+      }
+      if (!ember_error.empty()) continue;
+      if (!peer_ok) ort_s.reset();
+      // Both sides must have computed the same outputs.
+      if (ort_s) {
+        const auto [s, a] = sums(model.run({x})[0]);
+        const double os = (*ort_last)["output_sum"].get<double>(), oa = (*ort_last)["output_abs_sum"].get<double>();
+        const double tol = 1e-4 * std::max(1.0, oa);
+        if (std::abs(s - os) > tol || std::abs(a - oa) > tol)
+          report.fail("onnx: " + std::string(mc.name) + " batch " + std::to_string(bc.batch) +
+                      ": ember's output sums (" + std::to_string(s) + ", " + std::to_string(a) +
+                      ") differ from onnxruntime's (" + std::to_string(os) + ", " + std::to_string(oa) + ")");
+      }
+      std::string peer_name = "onnxruntime-1.30";
+      if (ort_last) peer_name = "onnxruntime-" + (*ort_last)["ort"].get<std::string>().substr(0, 4);
+      if (!missing.empty()) peer_name += " (absent)";
+      else if (!peer_ok) peer_name += " (failed)";
+      Record r;
+      r.suite = "onnx";
+      r.case_name = std::string(mc.name) + (bc.batch == 1 ? " batch 1 median" : " batch 1000 median");
+      r.unit = bc.batch == 1 ? "us (lower is better)" : "ms/batch (lower is better)";
+      const double scale = bc.batch == 1 ? 1e6 : 1e3;
+      r.ember = *ember_s * scale;
+      r.peer_name = peer_name;
+      if (ort_s) r.peer = *ort_s * scale;
+      r.floor = bc.batch * mc.flops_per_row / peak * scale;
+      report.add(std::move(r));
+      if (bc.batch == 1) x1 = x;
+    }
+    if (ember_error.empty()) print_breakdown(mc.name, model, x1);
+  }
+}
+
+}  // namespace
+
+EMBER_BENCH_SUITE(onnx, onnx_suite);
+
+}  // namespace ember::bench

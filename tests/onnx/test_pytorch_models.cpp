@@ -1,0 +1,84 @@
+// PyTorch models through the importer: the models and data in tests/onnx/models/
+// (written by make_models.py with torch.onnx.export) are loaded, run on the
+// committed input batch and compared with PyTorch's committed output within 1e-4.
+// Each model is also run on its first row alone, which checks that the batch
+// axis the exporter left open ("N") really is free in Ember's plan.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "ember.h"
+
+using namespace ember;
+
+namespace {
+
+const std::string kModels = EMBER_ONNX_MODELS_DIR;
+
+struct Expected {
+  std::string name;
+  DType input_dtype;
+  Shape input_row;  // the input's shape without the batch axis
+};
+
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.contiguous().to_vector<float>();
+  const auto y = b.contiguous().to_vector<float>();
+  float worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+void check_model(const Expected& e) {
+  const auto model = ember::onnx::load(kModels + "/" + e.name + ".onnx");
+  REQUIRE(model.inputs().size() == 1);
+  REQUIRE(model.outputs().size() == 1);
+  const auto& in = model.inputs()[0];
+  CHECK(in.name == "input");
+  CHECK(in.dtype == e.input_dtype);
+  REQUIRE(in.shape.size() == e.input_row.size() + 1);
+  CHECK_FALSE(in.shape[0].has_value());
+  CHECK(in.dim_names[0] == "N");
+  for (size_t d = 0; d < e.input_row.size(); ++d) CHECK(in.shape[d + 1] == e.input_row[d]);
+  CHECK(model.outputs()[0].dtype == kFloat32);
+
+  const Tensor x = ember::onnx::load_tensor(kModels + "/" + e.name + "_input_0.pb");
+  const Tensor want = ember::onnx::load_tensor(kModels + "/" + e.name + "_output_0.pb");
+  REQUIRE(x.dtype() == e.input_dtype);
+  REQUIRE(x.size(0) == 3);
+
+  const auto y = model.run({x});
+  REQUIRE(y.size() == 1);
+  REQUIRE(y[0].shape() == want.shape());
+  const float diff = max_abs_diff(y[0], want);
+  INFO(e.name << ": max |ember - pytorch| over the batch = " << diff);
+  CHECK(diff <= 1e-4f);
+
+  const auto row = model.run({x.narrow(0, 0, 1).contiguous()});
+  REQUIRE(row[0].shape() == want.narrow(0, 0, 1).shape());
+  const float row_diff = max_abs_diff(row[0], want.narrow(0, 0, 1));
+  INFO(e.name << ": max |ember - pytorch| for row 0 alone = " << row_diff);
+  CHECK(row_diff <= 1e-4f);
+}
+
+}  // namespace
+
+TEST_CASE("PyTorch MLP 784-256-128-10 (Gemm, Relu) matches PyTorch", "[onnx][pytorch]") {
+  check_model({"mlp", kFloat32, {784}});
+}
+
+TEST_CASE("PyTorch ResNet-style CNN (grouped/dilated Conv, BatchNorm, residual Add, pools) matches PyTorch",
+          "[onnx][pytorch]") {
+  check_model({"resnet", kFloat32, {3, 32, 32}});
+}
+
+TEST_CASE("PyTorch transformer encoder (Gather, Erf GELU, attention, LayerNormalization) matches PyTorch",
+          "[onnx][pytorch]") {
+  check_model({"transformer", kInt64, {16}});
+}
+
+TEST_CASE("Ember's seed CNN exported from PyTorch with the seed weights matches PyTorch", "[onnx][pytorch]") {
+  check_model({"seed_net", kFloat32, {1, 28, 28}});
+}
