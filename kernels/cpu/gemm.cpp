@@ -348,6 +348,13 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_r
     std::swap(c_rs, c_cs);
   }
   const GemmKernel<T>& K = kernel_for<T>();
+  // One row of A (a batch-1 Linear): a single pass over B beats packing it, and
+  // the product is too small to wake a thread team for.
+  if (m == 1 && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
+      double(n) * double(k) < 4 * kSerialWork) {
+    K.row(n, k, alpha, a, a_cs, b, b_rs, b_cs, beta, c);
+    return;
+  }
   const Blocking bl = blocking_for(K);
   const Problem p{m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs};
 

@@ -25,6 +25,13 @@ struct GemmKernel {
   // beta == 0 writes C without reading it.
   void (*macro)(int64_t mc, int64_t nc, int64_t kc, const T* pa, const T* pb, T alpha, T beta,
                 T* c, int64_t c_rs, int64_t c_cs);
+
+  // One row of A: c[0..n) = alpha * a.B + beta * c, reading B once in its own
+  // layout (packing it would cost more than the product: a batch-1 Linear). B must
+  // have contiguous rows (b_cs == 1) or contiguous columns (b_rs == 1, with a_cs == 1);
+  // c is contiguous.
+  void (*row)(int64_t n, int64_t k, T alpha, const T* a, int64_t a_cs, const T* b, int64_t b_rs,
+              int64_t b_cs, T beta, T* c);
 };
 
 struct GemmKernelSet {

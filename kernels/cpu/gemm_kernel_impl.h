@@ -232,8 +232,78 @@ struct GemmImpl {
     }
   }
 
+  // c = alpha * acc + beta * c for one value (beta == 0 never reads c).
+  static inline void finish(T* c, T acc, T alpha, T beta) {
+    *c = beta == T(0) ? alpha * acc : alpha * acc + beta * *c;
+  }
+
+  // The one-row product (GemmKernel::row). Rows of B contiguous: 4 vectors of
+  // columns accumulate a[p] * B[p, j..] over p. Columns contiguous: 4 columns'
+  // dot products with a at once, so that 4 independent chains hide the FMA latency.
+  static void row(int64_t n, int64_t k, T alpha, const T* a, int64_t a_cs, const T* b, int64_t b_rs,
+                  int64_t b_cs, T beta, T* c) {
+    T lanes[W];
+    if (b_cs == 1) {
+      int64_t j = 0;
+      for (; j + 4 * W <= n; j += 4 * W) {
+        V acc0 = Ops::zero(), acc1 = Ops::zero(), acc2 = Ops::zero(), acc3 = Ops::zero();
+        for (int64_t p = 0; p < k; ++p) {
+          const V av = Ops::set1(a[p * a_cs]);
+          const T* br = b + p * b_rs + j;
+          acc0 = Ops::fma(av, Ops::loadu(br), acc0);
+          acc1 = Ops::fma(av, Ops::loadu(br + W), acc1);
+          acc2 = Ops::fma(av, Ops::loadu(br + 2 * W), acc2);
+          acc3 = Ops::fma(av, Ops::loadu(br + 3 * W), acc3);
+        }
+        const V accs[4] = {acc0, acc1, acc2, acc3};
+        for (int v = 0; v < 4; ++v) {
+          Ops::storeu(lanes, accs[v]);
+          for (int l = 0; l < W; ++l) finish(c + j + v * W + l, lanes[l], alpha, beta);
+        }
+      }
+      for (; j < n; ++j) {
+        T acc = T(0);
+        for (int64_t p = 0; p < k; ++p) acc += a[p * a_cs] * b[p * b_rs + j];
+        finish(c + j, acc, alpha, beta);
+      }
+      return;
+    }
+    // b_rs == 1 and a_cs == 1: column j of B is b + j * b_cs, contiguous.
+    const int64_t kv = k - k % W;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+      const T* c0 = b + j * b_cs;
+      const T* c1 = c0 + b_cs;
+      const T* c2 = c1 + b_cs;
+      const T* c3 = c2 + b_cs;
+      V acc0 = Ops::zero(), acc1 = Ops::zero(), acc2 = Ops::zero(), acc3 = Ops::zero();
+      for (int64_t p = 0; p < kv; p += W) {
+        const V av = Ops::loadu(a + p);
+        acc0 = Ops::fma(av, Ops::loadu(c0 + p), acc0);
+        acc1 = Ops::fma(av, Ops::loadu(c1 + p), acc1);
+        acc2 = Ops::fma(av, Ops::loadu(c2 + p), acc2);
+        acc3 = Ops::fma(av, Ops::loadu(c3 + p), acc3);
+      }
+      const V accs[4] = {acc0, acc1, acc2, acc3};
+      const T* cols[4] = {c0, c1, c2, c3};
+      for (int v = 0; v < 4; ++v) {
+        Ops::storeu(lanes, accs[v]);
+        T acc = T(0);
+        for (int l = 0; l < W; ++l) acc += lanes[l];
+        for (int64_t p = kv; p < k; ++p) acc += a[p] * cols[v][p];
+        finish(c + j + v, acc, alpha, beta);
+      }
+    }
+    for (; j < n; ++j) {
+      const T* col = b + j * b_cs;
+      T acc = T(0);
+      for (int64_t p = 0; p < k; ++p) acc += a[p] * col[p];
+      finish(c + j, acc, alpha, beta);
+    }
+  }
+
   static constexpr GemmKernel<T> table(const char* name) {
-    return GemmKernel<T>{name, MR, NR, &pack_a, &pack_b, &macro};
+    return GemmKernel<T>{name, MR, NR, &pack_a, &pack_b, &macro, &row};
   }
 };
 

@@ -198,6 +198,25 @@ TEMPLATE_TEST_CASE("gemm matches a float64 reference on square and odd sizes", "
   });
 }
 
+TEMPLATE_TEST_CASE("gemm with one row of A (the one-pass row kernel) matches a float64 reference",
+                   "[gemm]", float, double) {
+  using T = TestType;
+  for_each_kernel([] {
+    // n and k around the kernels' vector widths (4 vectors of columns, 4 columns
+    // at a time, k in whole vectors plus a tail), every B layout the row kernel
+    // takes and the strided ones it hands to the blocked path, beta 0 over NaN.
+    for (int64_t n : {1, 3, 4, 5, 31, 64, 65, 130})
+      for (int64_t k : {1, 7, 16, 17, 100})
+        for (Layout la : {Layout::Row, Layout::Strided})
+          for (Layout lb : {Layout::Row, Layout::Col, Layout::PaddedRow, Layout::Strided}) {
+            run_case<T>(1, n, k, T(1.5), T(0.5), la, lb, Layout::Row);
+            run_case<T>(1, n, k, T(1), T(0), la, lb, Layout::Row, true);
+          }
+    run_case<T>(1, 256, 784, T(1), T(0), Layout::Row, Layout::Col, Layout::Row);  // a batch-1 Linear
+    run_case<T>(1, 256, 784, T(1), T(1), Layout::Row, Layout::Row, Layout::Row);
+  });
+}
+
 TEMPLATE_TEST_CASE("gemm applies alpha and beta", "[gemm]", float, double) {
   using T = TestType;
   for_each_kernel([] {
