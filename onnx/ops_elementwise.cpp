@@ -184,7 +184,7 @@ void add_elementwise_ops(std::vector<OpRow>& rows) {
   rows.insert(rows.end(), {
       {"Abs", unary<abs>}, {"Neg", unary<neg>}, {"Relu", unary<relu>}, {"Exp", unary<exp>},
       {"Log", unary<log>}, {"Sqrt", unary<sqrt>}, {"Sin", unary<sin>}, {"Cos", unary<cos>},
-      {"Tanh", unary<tanh>}, {"Sigmoid", unary<sigmoid>}, {"Softplus", unary<softplus>},
+      {"Tanh", unary<tanh>}, {"Erf", unary<erf>}, {"Sigmoid", unary<sigmoid>}, {"Softplus", unary<softplus>},
       {"Reciprocal", unary<reciprocal>}, {"Softsign", unary<softsign>}, {"Identity", unary<identity>},
       {"Dropout", build_dropout}, {"LeakyRelu", build_leaky_relu}, {"Elu", build_elu}, {"Selu", build_selu},
       {"HardSigmoid", build_hard_sigmoid}, {"PRelu", build_prelu}, {"Clip", build_clip}, {"Cast", build_cast},

@@ -1,7 +1,7 @@
 // ONNX's layer ops: Conv and ConvTranspose (1-D, 2-D and 3-D), MaxPool and
 // AveragePool (1-D to 3-D), the global pools, BatchNormalization (inference),
 // InstanceNormalization, LayerNormalization, Gemm, MatMul, Softmax, LogSoftmax
-// and constant Pad. 2-D is Ember's conv2d/pool2d directly; 1-D runs as 2-D with
+// and Pad (constant, reflect, edge). 2-D is Ember's conv2d/pool2d directly; 1-D runs as 2-D with
 // a height of 1; 3-D runs as a sum (conv) or reduction (pool) of 2-D slices over
 // depth, which is exact but not fast. Padding that Ember's kernels cannot take
 // (asymmetric, or wider than half the window) is applied to the input first.
@@ -451,6 +451,12 @@ OpFn build_layer_norm(const NodeContext& ctx) {
     int64_t a = normalize_axis(where, axis, x.dim());
     Shape dims;
     for (int64_t d = a; d < x.dim(); ++d) dims.push_back(d);
+    if (outputs == 1) {
+      Shape normalized(x.shape().begin() + a, x.shape().end());
+      Tensor bias = in.size() > 2 && in[2].defined() ? in[2] : Tensor();
+      return one(ember::layer_norm(x, normalized, in[1], bias, eps));
+    }
+    // The mean and 1/std outputs: computed in float32 (stash_type 1) by parts.
     Tensor xf = x.dtype() == kFloat32 || x.dtype() == kFloat64 ? x : x.to(kFloat32);
     Tensor m = mean(xf, dims, true);
     Tensor inv = rsqrt(add(var(xf, dims, 0, true), eps));
@@ -500,11 +506,14 @@ OpFn build_softmax(const NodeContext& ctx) {
   };
 }
 
-// ---- Pad (constant mode; reflect and edge come with the tensor-level pad) ----
+// ---- Pad ----
 
 OpFn build_pad(const NodeContext& ctx) {
-  std::string mode = ctx.get_string("mode", "constant");
-  if (mode != "constant") ctx.unsupported("mode '" + mode + "'");
+  std::string mode_name = ctx.get_string("mode", "constant");
+  PadMode mode = PadMode::Constant;
+  if (mode_name == "reflect") mode = PadMode::Reflect;
+  else if (mode_name == "edge") mode = PadMode::Replicate;
+  else if (mode_name != "constant") ctx.unsupported("mode '" + mode_name + "'");
   bool attrs = ctx.opset < 11;
   Shape a_pads = ctx.get_ints(ctx.opset < 2 ? "paddings" : "pads");
   double a_value = ctx.get_float("value", 0.0);
@@ -512,13 +521,16 @@ OpFn build_pad(const NodeContext& ctx) {
   std::string where = ctx.where();
   return [=](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
-    Shape pads = attrs ? a_pads : int_values(in[1]);
-    double value = attrs ? a_value : (in.size() > 2 && in[2].defined() && in[2].numel() ? in[2].item<double>() : 0.0);
-    if (static_cast<int64_t>(pads.size()) != 2 * x.dim())
-      throw ShapeError(where + ": pads has " + std::to_string(pads.size()) + " values for a rank-" +
+    Shape p = attrs ? a_pads : int_values(in[1]);
+    if (static_cast<int64_t>(p.size()) != 2 * x.dim())
+      throw ShapeError(where + ": pads has " + std::to_string(p.size()) + " values for a rank-" +
                        std::to_string(x.dim()) + " input");
-    Shape b(pads.begin(), pads.begin() + x.dim()), e(pads.begin() + x.dim(), pads.end());
-    return one(pad_constant(x, b, e, value));
+    std::vector<Pair> pairs;
+    for (int64_t d = 0; d < x.dim(); ++d) pairs.push_back({p[d], p[d + x.dim()]});
+    if (mode != PadMode::Constant) return one(pad(x, pairs, mode));
+    Tensor v = attrs || in.size() < 3 || !in[2].defined() || !in[2].numel() ? Tensor() : in[2];
+    Scalar value = v.defined() ? v.item() : Scalar(a_value);
+    return one(pad(x, pairs, mode, value));
   };
 }
 

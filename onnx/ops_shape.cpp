@@ -1,5 +1,5 @@
 // ONNX's shape and data-movement ops: Reshape, Flatten, Transpose, Squeeze,
-// Unsqueeze, Concat, Split, Slice, Expand, Tile, Shape, Size, Constant,
+// Unsqueeze, Concat, Split, Slice, Expand, Tile, Gather, Shape, Size, Constant,
 // ConstantOfShape, Range. Most are views of the input (no copy). Values that
 // describe shapes (Reshape's shape, Slice's starts, ...) are inputs from opset 5,
 // 10 or 13 on and attributes before; either way they are read at run time, so a
@@ -297,6 +297,19 @@ OpFn build_constant_of_shape(const NodeContext& ctx) {
   };
 }
 
+// Gather: slices along `axis` picked by an index tensor of any shape (negative
+// indices count from the end), Ember's take().
+OpFn build_gather(const NodeContext& ctx) {
+  int64_t axis = ctx.get_int("axis", 0);
+  std::string where = ctx.where();
+  return [axis, where](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    int64_t a = normalize_axis(where, axis, x.dim());
+    Tensor index = in[1].device() == x.device() ? in[1] : in[1].to(x.device());
+    return one(take(x, a, index));
+  };
+}
+
 OpFn build_range(const NodeContext& ctx) {
   std::string where = ctx.where();
   return [where](const std::vector<Tensor>& in) {
@@ -321,7 +334,7 @@ void add_shape_ops(std::vector<OpRow>& rows) {
       {"Squeeze", build_squeeze}, {"Unsqueeze", build_unsqueeze}, {"Concat", build_concat},
       {"Split", build_split}, {"Slice", build_slice}, {"Expand", build_expand}, {"Tile", build_tile},
       {"Shape", build_shape}, {"Size", build_size}, {"Constant", build_constant},
-      {"ConstantOfShape", build_constant_of_shape}, {"Range", build_range},
+      {"ConstantOfShape", build_constant_of_shape}, {"Range", build_range}, {"Gather", build_gather},
   });
 }
 
