@@ -136,6 +136,8 @@ OpFn binary(const NodeContext& ctx) {
 Tensor onnx_div(const Tensor& a, const Tensor& b) {
   if (is_floating(a.dtype()) || is_floating(b.dtype())) return div(a, b);
   DType t = promote_types(a.dtype(), b.dtype());
+  if (eq(b, 0).to(kInt64).sum().item<int64_t>() != 0) throw ValueError("integer division by zero");
+  // Exact through float64 for |values| below 2^53 (every int32, most int64).
   return div(a.to(kFloat64), b.to(kFloat64)).to(t);
 }
 

@@ -41,6 +41,27 @@ Tensor pad_constant(const Tensor& x, const Shape& begins, const Shape& ends, dou
   return out;
 }
 
+// The part of y [N, C, ...] seen through an output window: output position o of
+// spatial dim i is y's position o + start[i]; positions outside y are zeros.
+Tensor window_of(const Tensor& y, const Shape& start, const Shape& len) {
+  bool whole = true;
+  for (size_t i = 0; i < len.size(); ++i) whole = whole && start[i] == 0 && len[i] == y.size(static_cast<int64_t>(i) + 2);
+  if (whole) return y;
+  Shape out_shape{y.size(0), y.size(1)};
+  out_shape.insert(out_shape.end(), len.begin(), len.end());
+  Tensor out = zeros(out_shape, TensorOptions(y.dtype(), y.device()));
+  Tensor dst = out, src = y;
+  for (size_t i = 0; i < len.size(); ++i) {
+    int64_t d = static_cast<int64_t>(i) + 2;
+    int64_t lo = std::max<int64_t>(start[i], 0), hi = std::min<int64_t>(start[i] + len[i], y.size(d));
+    if (hi <= lo) return out;
+    src = src.narrow(d, lo, hi - lo);
+    dst = dst.narrow(d, lo - start[i], hi - lo);
+  }
+  dst.copy_(src);
+  return out;
+}
+
 // The window geometry of a conv or pool node over `n` spatial dims, with pads
 // resolved for a given input (auto_pad depends on the input's size).
 struct Window {
@@ -197,56 +218,62 @@ OpFn build_conv_transpose(const NodeContext& ctx) {
     if (static_cast<int64_t>(stride.size()) != n || static_cast<int64_t>(dil.size()) != n ||
         static_cast<int64_t>(opad.size()) != n)
       throw ShapeError(where + ": strides, dilations and output_padding do not match the kernel");
-    // The full output (no padding removed), then the pads cropped from it.
-    Shape full(static_cast<size_t>(n)), pb(static_cast<size_t>(n), 0), pe(static_cast<size_t>(n), 0);
+    if (!output_shape.empty() && static_cast<int64_t>(output_shape.size()) < n)
+      throw ShapeError(where + ": output_shape has fewer values than the kernel has dims");
+    if (!attrs.pads.empty() && static_cast<int64_t>(attrs.pads.size()) != 2 * n)
+      throw ShapeError(where + ": pads do not match a " + std::to_string(n) + "-D kernel");
+    // The kernel (conv2d's input gradient) trusts its sizes: check them here.
+    if (groups < 1) throw ShapeError(where + ": group must be positive");
+    if (w.size(0) != x.size(1) || w.size(0) % groups != 0)
+      throw ShapeError(where + ": a weight of shape " + shape_str(w.shape()) + " with group " + std::to_string(groups) +
+                       " does not fit an input of " + std::to_string(x.size(1)) + " channels");
+    if (x.dtype() != w.dtype())
+      throw DTypeError(where + ": the input is " + dtype_name(x.dtype()) + " but the weight is " +
+                       dtype_name(w.dtype()));
+    for (int64_t i = 0; i < n; ++i)
+      if (stride[i] < 1 || dil[i] < 1 || opad[i] < 0 || kernel[i] < 1 ||
+          (!attrs.pads.empty() && (attrs.pads[i] < 0 || attrs.pads[i + n] < 0)))
+        throw ShapeError(where + ": strides, dilations and kernel must be positive, pads and output_padding not negative");
+    // `reach`: the positions the kernel writes. output_padding adds positions
+    // beyond them (zeros); the pads then crop (or, negative, extend with zeros)
+    // each end. ONNX splits an odd total with floor division, the larger part at
+    // the start unless auto_pad is SAME_UPPER.
+    auto floor_half = [](int64_t t) { return t >= 0 ? t / 2 : -((-t + 1) / 2); };
+    Shape reach(static_cast<size_t>(n)), pb(static_cast<size_t>(n), 0), pe(static_cast<size_t>(n), 0);
     for (int64_t i = 0; i < n; ++i) {
       int64_t in_size = x.size(i + 2);
-      full[i] = (in_size - 1) * stride[i] + (kernel[i] - 1) * dil[i] + 1 + opad[i];
+      reach[i] = (in_size - 1) * stride[i] + (kernel[i] - 1) * dil[i] + 1;
+      int64_t full = reach[i] + opad[i];
+      bool split = true;
       int64_t total = 0;
-      if (!output_shape.empty()) {
-        int64_t target = output_shape[output_shape.size() - n + i];
-        total = full[i] - target;
-      } else if (attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER") {
-        total = full[i] - in_size * stride[i];
+      if (!output_shape.empty()) total = full - output_shape[output_shape.size() - n + i];
+      else if (attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER") total = full - in_size * stride[i];
+      else split = false;
+      if (split) {
+        int64_t half = floor_half(total);
+        pb[i] = attrs.auto_pad == "SAME_UPPER" ? half : total - half;
+        pe[i] = total - pb[i];
       } else if (!attrs.pads.empty()) {
         pb[i] = attrs.pads[i];
         pe[i] = attrs.pads[i + n];
-        continue;
       }
-      if (total < 0) {  // a larger output_shape gains zeros at the end, like output_padding
-        pe[i] = total;
-        continue;
-      }
-      bool upper = attrs.auto_pad != "SAME_LOWER";  // ONNX: output_shape pads like SAME_UPPER
-      pb[i] = upper ? total / 2 : total - total / 2;
-      pe[i] = total - pb[i];
+      if (full - pb[i] - pe[i] < 1) throw ShapeError(where + ": the pads leave no output");
     }
-    if (opad != Shape(n, 0))
-      for (int64_t i = 0; i < n; ++i)
-        if (opad[i] >= stride[i] && opad[i] >= dil[i])
-          throw ShapeError(where + ": output_padding must be smaller than the stride or the dilation");
     Tensor xx = x, ww = w;
-    Shape fs = full, st = stride, dl = dil;
+    Shape rs = reach, st = stride, dl = dil;
     if (n == 1) {
       xx = x.unsqueeze(2);
       ww = w.unsqueeze(2);
-      fs.insert(fs.begin(), 1);
+      rs.insert(rs.begin(), 1);
       st.insert(st.begin(), 1);
       dl.insert(dl.begin(), 1);
     }
-    Shape x_shape{x.size(0), w.size(1) * groups, fs[0], fs[1]};
+    Shape x_shape{x.size(0), w.size(1) * groups, rs[0], rs[1]};
     Tensor y = conv2d_backward_input(xx, ww, x_shape, pair(st), {0, 0}, pair(dl), groups);
     if (n == 1) y = y.squeeze(2);
-    Shape grow_b(static_cast<size_t>(n + 2), 0), grow_e(static_cast<size_t>(n + 2), 0);
-    bool grow = false;
-    for (int64_t i = 0; i < n; ++i) {
-      y = y.slice(i + 2, pb[i], std::max<int64_t>(pb[i], full[i] - std::max<int64_t>(pe[i], 0)));
-      if (pe[i] < 0) {
-        grow_e[static_cast<size_t>(i + 2)] = -pe[i];
-        grow = true;
-      }
-    }
-    if (grow) y = pad_constant(y, grow_b, grow_e, 0.0);
+    Shape out_len(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out_len[i] = reach[i] + opad[i] - pb[i] - pe[i];
+    y = window_of(y, pb, out_len);
     if (b.defined()) {
       Shape bs(static_cast<size_t>(n + 1), 1);
       bs[0] = b.size(0);
@@ -306,6 +333,7 @@ OpFn build_max_pool(const NodeContext& ctx) {
     }
     if (n == 3) {
       if (want_indices) throw NotImplementedError(where + ": indices of a 3-D pool are not supported");
+      if (attrs.ceil_mode) throw NotImplementedError(where + ": ceil_mode in a 3-D pool is not supported");
       Window hw;
       hw.kernel = {win.kernel[1], win.kernel[2]};
       hw.stride = {win.stride[1], win.stride[2]};
@@ -358,6 +386,7 @@ Tensor avg_including_pad(const Tensor& x, const Window& win, bool ceil_mode, con
     return avg_pool2d(x.unsqueeze(2), pair(w.kernel), pair(w.stride), pair(w.pad_begin), ceil_mode, true).squeeze(2);
   }
   if (n == 2) return avg_pool2d(x, pair(win.kernel), pair(win.stride), pair(win.pad_begin), ceil_mode, true);
+  if (ceil_mode) throw NotImplementedError(where + ": ceil_mode in a 3-D pool is not supported");
   Tensor y = per_depth(x, [&](const Tensor& t) {
     return avg_pool2d(t, {win.kernel[1], win.kernel[2]}, {win.stride[1], win.stride[2]}, {0, 0}, ceil_mode, true);
   });
@@ -417,7 +446,7 @@ OpFn build_batch_norm(const NodeContext& ctx) {
   // inference with the stored statistics, as ONNX Runtime does.
   if (ctx.opset < 9) ctx.require_default("spatial", 1);
   if (ctx.get_int("training_mode", 0) != 0) ctx.unsupported("training_mode=1");
-  if (ctx.num_outputs > 1 && ctx.opset >= 14) ctx.unsupported("the training outputs");
+  if (ctx.num_outputs > 1) ctx.unsupported("the training outputs (mean, var, saved statistics)");
   return [eps](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     int64_t r = x.dim();

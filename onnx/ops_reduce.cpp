@@ -5,6 +5,7 @@
 #include "onnx/op_families.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "kernels/base/error.h"
 #include "tensor/ops.h"
@@ -26,7 +27,10 @@ Tensor reduce(Kind k, const Tensor& x, const Shape& dims, bool keep) {
     case Kind::SumSquare: return sum(mul(x, x), dims, keep);
     case Kind::LogSum: return log(sum(x, dims, keep));
     case Kind::LogSumExp: {
+      // A row of -inf (or with +inf) has an infinite max; shifting by 0 there
+      // gives log(sum(exp(x))) = -inf (or inf) instead of inf - inf = NaN.
       Tensor m = amax(x, dims, true);
+      m = where(eq(abs(m), std::numeric_limits<double>::infinity()), zeros_like(m), m);
       Tensor s = log(sum(exp(sub(x, m)), dims, true));
       Tensor y = add(s, m);
       if (!keep) {

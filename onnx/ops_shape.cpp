@@ -106,6 +106,7 @@ OpFn build_squeeze(const NodeContext& ctx) {
     std::vector<int64_t> a;
     for (int64_t ax : *axes) a.push_back(normalize_axis(where, ax, x.dim()));
     std::sort(a.rbegin(), a.rend());
+    if (std::adjacent_find(a.begin(), a.end()) != a.end()) throw ShapeError(where + ": axes repeat a dim");
     Tensor y = x;
     for (int64_t ax : a) {
       if (y.size(ax) != 1)
@@ -129,6 +130,7 @@ OpFn build_unsqueeze(const NodeContext& ctx) {
     std::vector<int64_t> a;
     for (int64_t ax : *axes) a.push_back(normalize_axis(where, ax, rank));
     std::sort(a.begin(), a.end());
+    if (std::adjacent_find(a.begin(), a.end()) != a.end()) throw ShapeError(where + ": axes repeat a dim");
     Tensor y = x;
     for (int64_t ax : a) y = y.unsqueeze(ax);
     return one(y);
@@ -198,8 +200,11 @@ OpFn build_slice(const NodeContext& ctx) {
     if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
       throw ShapeError(where + ": starts, ends, axes and steps must have the same length");
     Tensor y = x;
+    std::vector<bool> seen(static_cast<size_t>(x.dim()), false);
     for (size_t i = 0; i < starts.size(); ++i) {
       int64_t ax = normalize_axis(where, axes[i], x.dim());
+      if (seen[static_cast<size_t>(ax)]) throw ShapeError(where + ": axes repeat a dim");
+      seen[static_cast<size_t>(ax)] = true;
       int64_t dim = x.size(ax), step = steps[i];
       if (step == 0) throw ShapeError(where + ": a step of 0");
       if (step < 0) throw NotImplementedError(unsupported);
@@ -318,6 +323,7 @@ OpFn build_range(const NodeContext& ctx) {
     double d = delta.to<double>();
     if (d == 0) throw ValueError(where + ": delta is 0");
     double count = std::ceil((limit.to<double>() - start.to<double>()) / d);
+    if (!(count < 1e15)) throw ValueError(where + ": the range has too many elements");
     int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     // Value i is start + i * delta, computed in the output type as ONNX does.
     Tensor idx = arange(0, n, 1, TensorOptions(kInt64));

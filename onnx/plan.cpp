@@ -35,9 +35,10 @@ void check_input(const ValueInfo& v, const Tensor& t) {
                      shape_str(t.shape()));
 }
 
-// Re-raises the error being handled with `where` in front, keeping its type;
-// errors an op raised itself already name the node and pass unchanged.
-[[noreturn]] void rethrow_at(const std::string& where) {
+}  // namespace
+
+// Errors an op raised itself already name the node and pass unchanged.
+void rethrow_at(const std::string& where) {
   try {
     throw;
   } catch (const Error& e) {
@@ -59,9 +60,8 @@ void check_input(const ValueInfo& v, const Tensor& t) {
   } catch (const NotImplementedError& e) {
     throw NotImplementedError(prefix + e.what());
   }
+  throw;  // OutOfMemoryError, CudaError, FormatError: as they are
 }
-
-}  // namespace
 
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& given) const {
   if (given.size() != inputs.size())
@@ -86,7 +86,10 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& given) const {
     } catch (const Error&) {
       rethrow_at(step.where);
     }
-    for (size_t j = 0; j < step.outputs.size() && j < outs.size(); ++j)
+    if (outs.size() < step.outputs.size())
+      throw FormatError(step.where + ": computed " + std::to_string(outs.size()) + " outputs but the node declares " +
+                        std::to_string(step.outputs.size()));
+    for (size_t j = 0; j < step.outputs.size(); ++j)
       if (step.outputs[j] >= 0) slots[static_cast<size_t>(step.outputs[j])] = std::move(outs[j]);
     for (uint32_t s : step.release) slots[s] = Tensor();
   }

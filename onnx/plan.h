@@ -42,6 +42,10 @@ class Plan {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 };
 
+// Re-raises the ember::Error being handled with `where` ("ONNX op 'X' (node
+// 'n', opset k)") in front, keeping its class, unless it already starts so.
+[[noreturn]] void rethrow_at(const std::string& where);
+
 // Builds the plan of a model's bytes (plan_builder.cpp). `where` names the model
 // in errors: its path when from_file (the checker then reads the file itself, to
 // find external data next to it), "<memory>" otherwise.

@@ -6,6 +6,7 @@
 // steps. Finally, place the constants on the model's device and work out where
 // each intermediate is read for the last time.
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <set>
@@ -65,6 +66,35 @@ Attribute attribute(const ::onnx::AttributeProto& a, const std::string& where) {
     default: out.kind = Attribute::Kind::Other; break;
   }
   return out;
+}
+
+// Whether running a node with constant inputs at load is bounded work. The ops
+// that make data out of shape values (ConstantOfShape, Expand, Tile, Range) could
+// make load() fill gigabytes from a few bytes of model; above 16M elements they
+// stay steps and run, like any op, when the model runs.
+bool foldable(const NodeContext& ctx) {
+  constexpr double kMaxFolded = 16.0 * 1024 * 1024;
+  auto numel = [](const Tensor& t) { return static_cast<double>(t.numel()); };
+  auto product = [](const Tensor& t) {
+    if (t.dtype() != kInt64 && t.dtype() != kInt32) return 0.0;
+    double p = 1;
+    for (int64_t v : t.to(kInt64).contiguous().to_vector<int64_t>()) p *= static_cast<double>(v < 0 ? 0 : v);
+    return p;
+  };
+  const Tensor* a = ctx.constant(0);
+  const Tensor* b = ctx.constant(1);
+  if (ctx.op_type == "ConstantOfShape") return a && product(*a) <= kMaxFolded;
+  if (ctx.op_type == "Expand") return a && b && product(*b) * std::max(numel(*a), 1.0) <= kMaxFolded;
+  if (ctx.op_type == "Tile") return a && b && product(*b) * numel(*a) <= kMaxFolded;
+  if (ctx.op_type == "Range") {
+    const Tensor* d = ctx.constant(2);
+    if (!a || !b || !d || a->numel() != 1 || b->numel() != 1 || d->numel() != 1) return false;
+    double start = a->to(kFloat64).item<double>(), limit = b->to(kFloat64).item<double>(),
+           delta = d->to(kFloat64).item<double>();
+    double count = (limit - start) / delta;
+    return std::isfinite(count) && count <= kMaxFolded;
+  }
+  return true;
 }
 
 // What a name in the graph refers to while building.
@@ -194,13 +224,20 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
     }
     ctx.num_outputs = static_cast<size_t>(node.output_size());
     OpFn fn = row->build(ctx);
-    if (all_constant) {
+    if (all_constant && foldable(ctx)) {
       std::vector<Tensor> args;
       for (const auto& c : ctx.constants) args.push_back(c ? *c : Tensor());
-      std::vector<Tensor> outs = fn(args);
+      std::vector<Tensor> outs;
+      try {
+        outs = fn(args);
+      } catch (const Error&) {
+        rethrow_at(ctx.where());
+      }
+      if (outs.size() < static_cast<size_t>(node.output_size()))
+        bad(where, ctx.where() + " computed " + std::to_string(outs.size()) + " outputs but declares " +
+                       std::to_string(node.output_size()));
       for (int j = 0; j < node.output_size(); ++j)
-        if (!node.output(j).empty() && static_cast<size_t>(j) < outs.size())
-          add_constant(node.output(j), outs[static_cast<size_t>(j)].contiguous());
+        if (!node.output(j).empty()) add_constant(node.output(j), outs[static_cast<size_t>(j)].contiguous());
       continue;
     }
     Step step;

@@ -57,6 +57,12 @@ Tensor read_external(const ::onnx::TensorProto& proto, const std::string& where,
     bad(where, "external data length " + std::to_string(length) + " does not match the " + std::to_string(nbytes) +
                    " bytes the tensor needs");
   fs::path file = fs::path(folder) / rel;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) bad(where, "external data file '" + file.string() + "' is not a regular file");
+  fs::path real_folder = fs::weakly_canonical(fs::path(folder), ec), real_file = fs::weakly_canonical(file, ec);
+  auto rel_real = real_file.lexically_relative(real_folder);
+  if (ec || rel_real.empty() || *rel_real.begin() == "..")
+    bad(where, "external data location '" + location + "' leaves the model's folder");
   std::ifstream in(file, std::ios::binary);
   if (!in) bad(where, "cannot open external data file '" + file.string() + "'");
   in.seekg(0, std::ios::end);
@@ -131,6 +137,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& wh
     shape.push_back(d);
   }
   const size_t esize = dtype_size(dtype);
+  if (numel > (uint64_t{1} << 62) / esize) bad(where, "tensor has more elements than int64 can count");
   const uint64_t nbytes = numel * esize;
   auto expect_count = [&](int count, const char* field) {
     if (static_cast<uint64_t>(count) != numel)

@@ -77,6 +77,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (bench && runs < 1) throw ValueError("--runs must be at least 1");
   if (threads > 0) set_num_threads(threads);
   Device device(device_name);
   onnx::Model model = onnx::load(model_path, device);

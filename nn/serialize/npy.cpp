@@ -159,6 +159,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& name) {
       bad(name, "shape " + shape_str(shape) + " has more elements than int64 can count");
     numel *= static_cast<uint64_t>(d);
   }
+  if (numel > (uint64_t{1} << 62) / dtype_size(dtype))
+    bad(name, "shape " + shape_str(shape) + " has more elements than int64 can count");
   uint64_t nbytes = numel * dtype_size(dtype);
   uint64_t have = bytes.size() - header_start - header_len;
   if (have != nbytes)

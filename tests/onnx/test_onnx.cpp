@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -358,4 +359,139 @@ TEST_CASE("onnx: external data is read from the model's folder and never outside
         path + ": initializer 'W': external data file '" + (dir / "weights.bin").string() +
             "' has 28 bytes, fewer than offset 8 + 24");
   fs::remove_all(dir);
+}
+
+namespace {
+
+// A one-node model: inputs x (float [2, 3, 4, 4] unless given) and optional
+// initializers, one output y.
+struct OneNode {
+  ::onnx::ModelProto m;
+  ::onnx::NodeProto* node;
+  explicit OneNode(const std::string& op, int64_t opset = 13) {
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(opset);
+    auto* g = m.mutable_graph();
+    g->set_name("g");
+    node = add_node(g, op, {"x"}, {"y"}, "n");
+    auto* y = g->add_output();
+    y->set_name("y");
+    y->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+    y->mutable_type()->mutable_tensor_type()->mutable_shape();  // rank unknown to Ember: not checked
+  }
+  void input(const std::string& name, std::vector<int64_t> dims, int elem = ::onnx::TensorProto::FLOAT) {
+    auto* v = m.mutable_graph()->add_input();
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  void init(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+    node->add_input(name);
+  }
+  void ints(const std::string& name, std::vector<int64_t> v) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  ember::onnx::Model load() { return ember::onnx::load_from_string(bytes_of(m)); }
+};
+
+}  // namespace
+
+TEST_CASE("onnx: ConvTranspose checks what its kernel trusts", "[onnx][errors]") {
+  OneNode bad_channels("ConvTranspose");
+  bad_channels.input("x", {1, 2, 3, 3});
+  bad_channels.init("w", {4, 1, 3, 3}, std::vector<float>(36, 1.0f));
+  ember::onnx::Model m = bad_channels.load();
+  CHECK(message_of<ShapeError>([&] { m.run({ones({1, 2, 3, 3})}); }) ==
+        "ONNX op 'ConvTranspose' (node 'n', opset 13): a weight of shape [4, 1, 3, 3] with group 1 does not fit an input "
+        "of 2 channels");
+  OneNode zero_stride("ConvTranspose");
+  zero_stride.input("x", {1, 1, 3, 3});
+  zero_stride.init("w", {1, 1, 2, 2}, {1, 2, 3, 4});
+  zero_stride.ints("strides", {0, 0});
+  m = zero_stride.load();
+  CHECK_THROWS_AS(m.run({ones({1, 1, 3, 3})}), ShapeError);
+
+  // output_padding beyond the stride (allowed by dilation): the extra positions
+  // are zeros. x = 1 everywhere, w 1x1x2x2 = [[1, 2], [3, 4]], dilation 3, stride 1:
+  // the kernel writes rows/cols 0..5 (reach 3 + 3); two more of zeros follow.
+  OneNode opad("ConvTranspose");
+  opad.input("x", {1, 1, 3, 3});
+  opad.init("w", {1, 1, 2, 2}, {1, 2, 3, 4});
+  opad.ints("dilations", {3, 3});
+  opad.ints("output_padding", {2, 2});
+  m = opad.load();
+  Tensor y = m.run({ones({1, 1, 3, 3})})[0];
+  REQUIRE(y.shape() == Shape{1, 1, 8, 8});
+  // Independent reference: y[i][j] = sum over input (a, b) and kernel (p, q) with
+  // i = a + 3p, j = b + 3q of w[p][q].
+  auto yv = y.to_vector<float>();
+  const float w[2][2] = {{1, 2}, {3, 4}};
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) {
+      float want = 0;
+      for (int p = 0; p < 2; ++p)
+        for (int q = 0; q < 2; ++q) {
+          int a = i - 3 * p, b = j - 3 * q;
+          if (a >= 0 && a < 3 && b >= 0 && b < 3) want += w[p][q];
+        }
+      CHECK(yv[static_cast<size_t>(i * 8 + j)] == want);
+    }
+}
+
+TEST_CASE("onnx: hostile shapes and values in nodes", "[onnx][errors]") {
+  // A ConstantOfShape of 2^34 elements is not folded at load (it would fill 64 GiB).
+  OneNode big("ConstantOfShape");
+  big.m.mutable_graph()->mutable_node(0)->set_input(0, "shape");
+  auto* s = big.m.mutable_graph()->add_initializer();
+  s->set_name("shape");
+  s->set_data_type(::onnx::TensorProto::INT64);
+  s->add_dims(2);
+  s->add_int64_data(int64_t{1} << 17);
+  s->add_int64_data(int64_t{1} << 17);
+  ember::onnx::Model m = big.load();
+  CHECK(m.num_steps() == 1);
+
+  OneNode squeeze("Squeeze", 11);
+  squeeze.input("x", {1, 3, 1});
+  squeeze.ints("axes", {0, 0});
+  m = squeeze.load();
+  CHECK(message_of<ShapeError>([&] { m.run({ones({1, 3, 1})}); }) ==
+        "ONNX op 'Squeeze' (node 'n', opset 11): axes repeat a dim");
+
+  OneNode lse("ReduceLogSumExp");
+  lse.input("x", {2, 2});
+  lse.ints("axes", {1});
+  m = lse.load();
+  float inf = std::numeric_limits<float>::infinity();
+  auto r = m.run({tensor(std::vector<float>{-inf, -inf, 0.0f, 0.0f}, {2, 2})})[0].to_vector<float>();
+  CHECK(r[0] == -inf);
+  CHECK(r[1] == Approx(std::log(2.0)));
+
+  OneNode div("Div");
+  div.input("x", {2}, ::onnx::TensorProto::INT32);
+  div.input("d", {2}, ::onnx::TensorProto::INT32);
+  div.node->add_input("d");
+  div.m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT32);
+  m = div.load();
+  CHECK(m.run({tensor(std::vector<int32_t>{7, -7}), tensor(std::vector<int32_t>{2, 2})})[0].to_vector<int32_t>() ==
+        std::vector<int32_t>{3, -3});
+  CHECK(message_of<ValueError>([&] { m.run({tensor(std::vector<int32_t>{7, 7}), tensor(std::vector<int32_t>{2, 0})}); }) ==
+        "ONNX op 'Div' (node 'n', opset 13): integer division by zero");
+
+  OneNode bn("BatchNormalization", 9);
+  bn.input("x", {1, 2, 2, 2});
+  for (const char* n : {"scale", "b", "mean", "var"}) bn.init(n, {2}, {1, 1});
+  for (const char* o : {"m", "v", "sm", "sv"}) bn.node->add_output(o);
+  CHECK(message_of<NotImplementedError>([&] { bn.load(); }) ==
+        "ONNX op 'BatchNormalization' (node 'n', opset 9): the training outputs (mean, var, saved statistics) is not "
+        "supported");
 }
