@@ -49,6 +49,7 @@ class Model {
  private:
   friend Model load(const std::string& path, Device device);
   friend Model load_from_string(const std::string& bytes, Device device, const std::string& folder);
+  friend Model quantize_dynamic(const Model& model, size_t* rewritten);
   std::shared_ptr<const Plan> plan_;
 };
 
@@ -60,6 +61,15 @@ Model load(const std::string& path, Device device = kCPU);
 // The same from the bytes of a model already in memory; `folder` is where its
 // external data files are ("" forbids external data).
 Model load_from_string(const std::string& bytes, Device device = kCPU, const std::string& folder = "");
+
+// int8 dynamic quantization of an imported model, as quant::quantize_dynamic does
+// for nn::Linear: every MatMul whose second input is a constant float32 matrix, and
+// every Gemm with a constant float32 B (transA = 0, alpha = 1), runs as an int8
+// Linear (weights quantized per output channel, symmetric; activations per call
+// from their min and max; docs/quant.md gives the error bound). Other steps are
+// shared with `model`, which is left as it was. Returns the number of steps
+// rewritten through `rewritten` when not null.
+Model quantize_dynamic(const Model& model, size_t* rewritten = nullptr);
 
 // Reads a serialized TensorProto (the test_data_set_*/input_0.pb files of the
 // ONNX test suite) into a CPU tensor.

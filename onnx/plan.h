@@ -6,6 +6,7 @@
 // run() keeps its slots on its own stack, so threads may share one plan.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct Step {
   std::vector<int64_t> outputs;     // slot per node output; -1 when nothing reads it
   std::vector<uint32_t> release;    // slots whose last reader is this step
   std::string where;                // "ONNX op 'Conv' (node 'conv1', opset 13)", for errors
+  std::string op_type;              // what rewrites of the plan (onnx/quantize.cpp) look at
+  std::map<std::string, Attribute> attrs;
 };
 
 class Plan {

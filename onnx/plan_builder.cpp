@@ -244,6 +244,8 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
     step.fn = std::move(fn);
     step.inputs = std::move(refs);
     step.where = ctx.where();
+    step.op_type = ctx.op_type;
+    step.attrs = ctx.attrs;
     for (const auto& o : node.output()) {
       if (o.empty()) {
         step.outputs.push_back(-1);

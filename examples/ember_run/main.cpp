@@ -2,13 +2,14 @@
 // model before embedding it.
 //
 //   ember-run model.onnx --input x.npy [--input y.npy ...] [--output out.npy ...]
-//             [--expect want.npy ...] [--device cuda] [--threads N] [--bench [--runs N]]
+//             [--expect want.npy ...] [--device cuda] [--threads N] [--int8] [--bench [--runs N]]
 //
 // One --input per graph input and one --output per graph output, in graph
 // order; inputs may be NumPy .npy files or serialized ONNX TensorProto (.pb)
 // files. Without --output each output is printed. --expect compares the outputs
 // with reference files within ONNX's test tolerance (|got - want| <= atol +
-// rtol |want|) and fails when they differ. --bench prints latency percentiles.
+// rtol |want|) and fails when they differ. --int8 runs MatMul and Gemm with
+// constant weights as int8 Linears. --bench prints latency percentiles.
 // Any failure prints "ember-run: <message>" and exits 1 (2 for a bad command line).
 #include <CLI/CLI.hpp>
 
@@ -59,7 +60,7 @@ int run(int argc, char** argv) {
   CLI::App app{"ember-run: run an ONNX model on inputs from .npy or .pb files"};
   std::string model_path, device_name = "cpu";
   std::vector<std::string> inputs, outputs, expects;
-  bool bench = false;
+  bool bench = false, int8 = false;
   int runs = 100, threads = 0;
   double rtol = 1e-3, atol = 1e-7;
   app.add_option("model", model_path, "the .onnx file")->required();
@@ -71,6 +72,7 @@ int run(int argc, char** argv) {
   app.add_option("--device", device_name, "cpu or cuda")->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (default: Ember's default)");
   app.add_flag("--bench", bench, "time repeated runs and print latency percentiles");
+  app.add_flag("--int8", int8, "run MatMul/Gemm with constant weights as int8 Linears (onnx::quantize_dynamic)");
   app.add_option("--runs", runs, "timed runs for --bench")->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -81,6 +83,11 @@ int run(int argc, char** argv) {
   if (threads > 0) set_num_threads(threads);
   Device device(device_name);
   onnx::Model model = onnx::load(model_path, device);
+  if (int8) {
+    size_t rewritten = 0;
+    model = onnx::quantize_dynamic(model, &rewritten);
+    std::cerr << "ember-run: " << rewritten << " MatMul/Gemm steps run in int8\n";
+  }
   if (inputs.size() != model.inputs().size())
     throw ValueError("the model has " + std::to_string(model.inputs().size()) + " inputs (" + names(model.inputs()) +
                      ") but " + std::to_string(inputs.size()) + " --input were given");

@@ -495,3 +495,77 @@ TEST_CASE("onnx: hostile shapes and values in nodes", "[onnx][errors]") {
         "ONNX op 'BatchNormalization' (node 'n', opset 9): the training outputs (mean, var, saved statistics) is not "
         "supported");
 }
+
+namespace {
+
+// |y_int8 - y_float32| <= (s_x / 2) sum_p |W[j][p]| + (s_j / 2) sum_p (|x[i][p]| + s_x / 2)
+// (docs/quant.md), per output, with s_x from x's range (widened to include 0) over
+// 255 codes and s_j = max_p |W[j][p]| / 127.
+void check_int8_bound(const Tensor& x, const std::vector<std::vector<float>>& w, const Tensor& yq, const Tensor& yf) {
+  auto xv = x.to_vector<float>();
+  double lo = 0, hi = 0;
+  for (float v : xv) lo = std::min<double>(lo, v), hi = std::max<double>(hi, v);
+  double sx = (hi - lo) / 255.0;
+  int64_t rows = x.size(0), k = x.size(1), n = static_cast<int64_t>(w.size());
+  auto q = yq.to_vector<float>(), f = yf.to_vector<float>();
+  int bad = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double wabs = 0, wmax = 0, xabs = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        wabs += std::fabs(w[j][p]);
+        wmax = std::max<double>(wmax, std::fabs(w[j][p]));
+        xabs += std::fabs(xv[i * k + p]) + sx / 2;
+      }
+      double bound = sx / 2 * wabs + wmax / 127 / 2 * xabs + 1e-5;
+      if (!(std::fabs(q[i * n + j] - f[i * n + j]) <= bound)) ++bad;
+    }
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("onnx: quantize_dynamic runs MatMul and Gemm with constant weights in int8", "[onnx][quant]") {
+  const int64_t k = 24, n = 10;
+  std::vector<std::vector<float>> w(n, std::vector<float>(k));  // W [n, k] as nn::Linear holds it
+  std::vector<float> w_flat, wt_flat(k * n), bias;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t p = 0; p < k; ++p) {
+      w[j][p] = static_cast<float>(std::sin(0.37 * (j * k + p)) * 0.8);
+      w_flat.push_back(w[j][p]);
+      wt_flat[p * n + j] = w[j][p];
+    }
+    bias.push_back(0.1f * static_cast<float>(j) - 0.3f);
+  }
+  Tensor x = randn({5, k});
+
+  // Gemm(x, W, b) with transB = 1, as PyTorch exports nn.Linear.
+  OneNode gemm("Gemm");
+  gemm.input("x", {5, k});
+  gemm.init("W", {n, k}, w_flat);
+  gemm.init("b", {n}, bias);
+  auto* t = gemm.node->add_attribute();
+  t->set_name("transB");
+  t->set_type(::onnx::AttributeProto::INT);
+  t->set_i(1);
+  ember::onnx::Model fm = gemm.load();
+  size_t rewritten = 0;
+  ember::onnx::Model qm = ember::onnx::quantize_dynamic(fm, &rewritten);
+  CHECK(rewritten == 1);
+  Tensor yf = fm.run({x})[0], yq = qm.run({x})[0];
+  CHECK_FALSE(yq.to_vector<float>() == yf.to_vector<float>());  // it really ran in int8
+  check_int8_bound(x, w, sub(yq, tensor(bias, {1, n})), sub(yf, tensor(bias, {1, n})));
+  CHECK(fm.run({x})[0].to_vector<float>() == yf.to_vector<float>());  // the float model is unchanged
+
+  // MatMul(x, W^T [k, n]).
+  OneNode matmul("MatMul");
+  matmul.input("x", {5, k});
+  matmul.init("WT", {k, n}, wt_flat);
+  fm = matmul.load();
+  qm = ember::onnx::quantize_dynamic(fm, &rewritten);
+  CHECK(rewritten == 1);
+  check_int8_bound(x, w, qm.run({x})[0], fm.run({x})[0]);
+
+  CHECK(message_of<ValueError>([] { ember::onnx::quantize_dynamic(ember::onnx::Model()); }) ==
+        "onnx::quantize_dynamic: the model is empty (default-constructed, not loaded)");
+}

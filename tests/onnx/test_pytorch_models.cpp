@@ -82,3 +82,19 @@ TEST_CASE("PyTorch transformer encoder (Gather, Erf GELU, attention, LayerNormal
 TEST_CASE("Ember's seed CNN exported from PyTorch with the seed weights matches PyTorch", "[onnx][pytorch]") {
   check_model({"seed_net", kFloat32, {1, 28, 28}});
 }
+
+TEST_CASE("onnx: the PyTorch-exported MLP quantized to int8 stays close and agrees on the class", "[onnx][quant]") {
+  const auto model = ember::onnx::load(kModels + "/mlp.onnx");
+  size_t rewritten = 0;
+  const auto q = ember::onnx::quantize_dynamic(model, &rewritten);
+  CHECK(rewritten == 3);  // the three Gemm layers
+  const Tensor x = ember::onnx::load_tensor(kModels + "/mlp_input_0.pb");
+  const Tensor yf = model.run({x})[0], yq = q.run({x})[0];
+  // Three layers compound the per-layer bound; the logits stay within 2% of their
+  // range and every row keeps its class.
+  double range = (amax(yf) - amin(yf)).item<double>();
+  double worst = amax(abs(sub(yq, yf))).item<double>();
+  INFO("largest logit difference " << worst << " of a range " << range);
+  CHECK(worst <= 0.02 * range);
+  CHECK(argmax(yq, 1).to_vector<int64_t>() == argmax(yf, 1).to_vector<int64_t>());
+}
