@@ -5,6 +5,7 @@
 // one (skipped with a warning on one), and printing.
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 #include "cuda/both.h"
 #include "kernels/cuda/allocator.h"
@@ -104,6 +105,39 @@ TEST_CASE("asking for more memory than the device has raises OutOfMemoryError", 
   CHECK(cuda::memory_allocated() == before);
   Tensor t = ones({1000}, kCuda);
   CHECK(t.sum().item<float>() == 1000.0f);
+}
+
+TEST_CASE("allocating until the device is full raises OutOfMemoryError; the cache then gives memory back",
+          "[cuda][runtime][allocator]") {
+  // Fill the device with 1 GiB blocks until an allocation fails (bounded by the
+  // device's capacity), free half of them into the cache, then ask for a 2 GiB
+  // block: no cached block fits it, so it succeeds only if the allocator returns
+  // its cached blocks to the driver and retries.
+  const size_t before = cuda::memory_allocated();
+  const int64_t gib = int64_t(1) << 28;  // float32 elements in 1 GiB
+  std::vector<Tensor> blocks;
+  bool ran_out = false;
+  for (int i = 0; i < 4096 && !ran_out; ++i) {
+    try {
+      blocks.push_back(empty({gib}, kCuda));
+    } catch (const OutOfMemoryError& e) {
+      ran_out = true;
+      CHECK_THAT(std::string(e.what()), StartsWith("CUDA out of memory. Tried to allocate 1.00 GiB."));
+    }
+  }
+  REQUIRE(ran_out);
+  REQUIRE(blocks.size() >= 4);
+  blocks.resize(blocks.size() / 2);
+  const size_t reserved = cuda::memory_reserved();
+  Tensor big = empty({2 * gib}, kCuda);
+  big.fill_(1.0);
+  CHECK(big.select(0, 0).item<float>() == 1.0f);
+  CHECK(big.select(0, 2 * gib - 1).item<float>() == 1.0f);
+  CHECK(cuda::memory_reserved() <= reserved);  // cached blocks went back to make room
+  blocks.clear();
+  big = Tensor();
+  cuda::empty_cache();
+  CHECK(cuda::memory_allocated() == before);
 }
 
 TEST_CASE("to(), cuda() and cpu() move tensors and keep values, dtype and shape", "[cuda][runtime][transfer]") {
