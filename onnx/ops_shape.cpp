@@ -19,18 +19,6 @@ namespace {
 
 std::vector<Tensor> one(Tensor t) { return std::vector<Tensor>{std::move(t)}; }
 
-// The axes of an op that takes them as an attribute before `input_since` and as
-// input `index` from then on; nullopt when neither is given.
-std::optional<std::vector<int64_t>> axes_of(const NodeContext& ctx, const std::vector<Tensor>& in, int64_t input_since,
-                                            size_t index) {
-  if (ctx.opset < input_since) {
-    if (!ctx.has("axes")) return std::nullopt;
-    return ctx.get_ints("axes");
-  }
-  if (index < in.size() && in[index].defined()) return int_values(in[index]);
-  return std::nullopt;
-}
-
 OpFn build_reshape(const NodeContext& ctx) {
   bool allowzero = ctx.get_int("allowzero", 0) != 0;
   std::vector<int64_t> attr_shape = ctx.opset < 5 ? ctx.get_ints("shape") : std::vector<int64_t>{};
@@ -95,20 +83,42 @@ OpFn build_transpose(const NodeContext& ctx) {
   };
 }
 
+// Where Squeeze and Unsqueeze find their axes: an attribute before opset 13, the
+// optional input 1 from then on. Read once at load; the input, if any, per run.
+struct AxesSource {
+  bool from_input = false;
+  std::optional<std::vector<int64_t>> attr;
+  explicit AxesSource(const NodeContext& ctx) : from_input(ctx.opset >= 13) {
+    if (!from_input && ctx.has("axes")) attr = ctx.get_ints("axes");
+  }
+  std::optional<std::vector<int64_t>> get(const std::vector<Tensor>& in) const {
+    if (!from_input) return attr;
+    if (in.size() > 1 && in[1].defined()) return int_values(in[1]);
+    return std::nullopt;
+  }
+};
+
+// The axes normalized against `rank` and sorted (descending for Squeeze, which
+// removes from the back); a repeated dim is a ShapeError.
+std::vector<int64_t> sorted_axes(const std::string& where, const std::vector<int64_t>& axes, int64_t rank,
+                                 bool descending) {
+  std::vector<int64_t> a;
+  for (int64_t ax : axes) a.push_back(normalize_axis(where, ax, rank));
+  if (descending) std::sort(a.rbegin(), a.rend());
+  else std::sort(a.begin(), a.end());
+  if (std::adjacent_find(a.begin(), a.end()) != a.end()) throw ShapeError(where + ": axes repeat a dim");
+  return a;
+}
+
 OpFn build_squeeze(const NodeContext& ctx) {
-  NodeContext c = ctx;
-  c.constants.clear();
+  AxesSource source(ctx);
   std::string where = ctx.where();
-  return [c, where](const std::vector<Tensor>& in) {
+  return [source, where](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
-    auto axes = axes_of(c, in, 13, 1);
+    auto axes = source.get(in);
     if (!axes) return one(x.squeeze());
-    std::vector<int64_t> a;
-    for (int64_t ax : *axes) a.push_back(normalize_axis(where, ax, x.dim()));
-    std::sort(a.rbegin(), a.rend());
-    if (std::adjacent_find(a.begin(), a.end()) != a.end()) throw ShapeError(where + ": axes repeat a dim");
     Tensor y = x;
-    for (int64_t ax : a) {
+    for (int64_t ax : sorted_axes(where, *axes, x.dim(), true)) {
       if (y.size(ax) != 1)
         throw ShapeError(where + ": cannot squeeze axis " + std::to_string(ax) + " of size " +
                          std::to_string(y.size(ax)));
@@ -119,20 +129,15 @@ OpFn build_squeeze(const NodeContext& ctx) {
 }
 
 OpFn build_unsqueeze(const NodeContext& ctx) {
-  NodeContext c = ctx;
-  c.constants.clear();
+  AxesSource source(ctx);
   std::string where = ctx.where();
-  return [c, where](const std::vector<Tensor>& in) {
+  return [source, where](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
-    auto axes = axes_of(c, in, 13, 1);
+    auto axes = source.get(in);
     if (!axes) throw ShapeError(where + ": axes are missing");
     int64_t rank = x.dim() + static_cast<int64_t>(axes->size());
-    std::vector<int64_t> a;
-    for (int64_t ax : *axes) a.push_back(normalize_axis(where, ax, rank));
-    std::sort(a.begin(), a.end());
-    if (std::adjacent_find(a.begin(), a.end()) != a.end()) throw ShapeError(where + ": axes repeat a dim");
     Tensor y = x;
-    for (int64_t ax : a) y = y.unsqueeze(ax);
+    for (int64_t ax : sorted_axes(where, *axes, rank, false)) y = y.unsqueeze(ax);
     return one(y);
   };
 }
