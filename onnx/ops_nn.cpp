@@ -22,23 +22,11 @@ namespace {
 std::vector<Tensor> one(Tensor t) { return std::vector<Tensor>{std::move(t)}; }
 
 // Pads every dim of x by begins[d] before and ends[d] after with `value`;
-// negative amounts crop.
+// negative amounts crop (ember::pad in constant mode).
 Tensor pad_constant(const Tensor& x, const Shape& begins, const Shape& ends, double value) {
-  Tensor y = x;
-  bool grow = false;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    int64_t b = begins[d] < 0 ? -begins[d] : 0, e = ends[d] < 0 ? -ends[d] : 0;
-    if (b || e) y = y.slice(d, b, std::max<int64_t>(b, y.size(d) - e));
-    grow = grow || begins[d] > 0 || ends[d] > 0;
-  }
-  if (!grow) return y;
-  Shape out_shape = y.shape();
-  for (int64_t d = 0; d < x.dim(); ++d) out_shape[d] += std::max<int64_t>(begins[d], 0) + std::max<int64_t>(ends[d], 0);
-  Tensor out = full(out_shape, value, TensorOptions(y.dtype(), y.device()));
-  Tensor inner = out;
-  for (int64_t d = 0; d < x.dim(); ++d) inner = inner.narrow(d, std::max<int64_t>(begins[d], 0), y.size(d));
-  inner.copy_(y);
-  return out;
+  std::vector<Pair> pairs;
+  for (int64_t d = 0; d < x.dim(); ++d) pairs.push_back({begins[d], ends[d]});
+  return pad(x, pairs, PadMode::Constant, value);
 }
 
 // The part of y [N, C, ...] seen through an output window: output position o of
