@@ -9,6 +9,7 @@ namespace ember {
 namespace {
 
 thread_local bool grad_mode = true;
+thread_local RecordObserver* record_observer = nullptr;
 std::atomic<uint64_t> next_sequence_nr{0};
 
 // A handle on the same memory with no autograd state.
@@ -113,8 +114,14 @@ std::shared_ptr<Node> record(OpId op, const std::vector<const Tensor*>& inputs, 
     m.output_nr = static_cast<uint32_t>(i);
     node->outputs.push_back({outputs[i]->shape(), outputs[i]->dtype(), outputs[i]->device()});
   }
+  if (record_observer) record_observer->on_record(node, inputs, outputs);
   return node;
 }
+
+RecordObserverGuard::RecordObserverGuard(RecordObserver* observer) : previous_(record_observer) {
+  record_observer = observer;
+}
+RecordObserverGuard::~RecordObserverGuard() { record_observer = previous_; }
 
 void bump_version(const Tensor& t) {
   if (t.defined() && t.storage()) t.storage()->bump_version();

@@ -129,6 +129,28 @@ bool needs_grad(const std::vector<Tensor>& inputs);
 // attach saved tensors and attributes.
 std::shared_ptr<Node> record(OpId op, const std::vector<const Tensor*>& inputs,
                              const std::vector<Tensor*>& outputs);
+// ---- observing the recording (onnx::save traces a forward pass this way) ----
+// Told of every node record() creates on this thread while installed, with the
+// op's forward inputs and outputs. The front-end attaches the node's attributes
+// and saved tensors after record() returns, so an observer reads those later.
+class RecordObserver {
+ public:
+  virtual ~RecordObserver() = default;
+  virtual void on_record(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>& inputs,
+                         const std::vector<Tensor*>& outputs) = 0;
+};
+// Installs an observer on this thread for the guard's lifetime (the previous one,
+// usually none, comes back after).
+class RecordObserverGuard {
+ public:
+  explicit RecordObserverGuard(RecordObserver* observer);
+  ~RecordObserverGuard();
+  RecordObserverGuard(const RecordObserverGuard&) = delete;
+  RecordObserverGuard& operator=(const RecordObserverGuard&) = delete;
+
+ private:
+  RecordObserver* previous_;
+};
 // The edge a gradient for `t` should follow: its grad_fn, or its leaf accumulator.
 Edge gradient_edge(const Tensor& t);
 // Marks a storage as modified (in-place ops and out= writes).

@@ -86,7 +86,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     if (wc.defined()) node->save("weight", wc);
     node->save("mean", mean);
     node->save("rstd", rstd);
-    node->attrs = LayerNormAttrs{normalized_shape, weight.defined()};
+    node->attrs = LayerNormAttrs{normalized_shape, weight.defined(), eps};
   }
   return y;
 }

@@ -67,11 +67,13 @@ struct AvgPool2dAttrs {
 struct LayerNormAttrs {
   std::vector<int64_t> normalized_shape;
   bool has_weight = false;  // the node saved "weight"
+  double eps = 1e-5;        // not needed by backward (it uses the saved 1/std); onnx::save writes it
 };
 
 struct PadAttrs {
   std::vector<std::array<int64_t, 2>> pads;  // (begin, end) per dim
   PadMode mode = PadMode::Constant;
+  double value = 0;  // the fill in constant mode; not needed by backward, onnx::save writes it
 };
 
 // cross_entropy, nll_loss

@@ -103,7 +103,7 @@ Tensor pad(const Tensor& x, const std::vector<Pair>& pads, PadMode mode, Scalar 
   }
   if (needs_grad({&x})) {
     auto node = record(OpId::Pad, {&x}, {&y});
-    node->attrs = PadAttrs{pads, mode};
+    node->attrs = PadAttrs{pads, mode, value.to_double()};
   }
   return y;
 }

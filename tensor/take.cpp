@@ -61,6 +61,7 @@ Tensor take_impl(const char* op, const Tensor& t, int64_t dim, const Tensor& ind
   if (needs_grad({&t})) {
     auto node = record(OpId::Take, {&t}, {&out});
     node->save("index", idx);
+    node->save("given_index", index);  // as passed (shape, negatives): onnx::save writes Gather from it
     node->attrs = DimAttrs{d};
   }
   return out;

@@ -48,12 +48,19 @@ int main(int argc, char** argv) {
   app.add_option("--amp", options.amp, "mixed precision: fp16 or bf16 (autocast + GradScaler)")
       ->check(CLI::IsMember({"fp16", "bf16"}));
   app.add_flag("--half", options.half, "after training, run inference in float16 and compare with float32");
+  app.add_flag("--onnx", options.onnx, "also write each trained model as model.onnx (ONNX, opset 17)");
   std::string resume_dir;
   app.add_option("--checkpoint-every", options.checkpoint_every,
                  "save the training state to OUT/checkpoint.safetensors every N steps (0: never)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--resume", resume_dir, "continue from DIR/checkpoint.safetensors (same settings as its run)");
   CLI11_PARSE(app, argc, argv);
+#if !EMBER_HAVE_ONNX
+  if (options.onnx) {
+    std::fprintf(stderr, "--onnx: this Ember is built without ONNX support (meson -Donnx=enabled needs libonnx-dev)\n");
+    return 2;
+  }
+#endif
   options.progress = !quiet;
   options.shuffle = !no_shuffle;
 

@@ -260,6 +260,13 @@ void train_run(const RunConfig& config, const TrainOptions& options, const data:
                               {{"network", config.model == "mlp" ? "MLP 784-1024-1024-10" : "seed FashionMNIST CNN"},
                                {"model", config.model},
                                {"epochs", std::to_string(options.epochs)}});
+#if EMBER_HAVE_ONNX
+  if (options.onnx) {
+    // Traced on two images' worth of input; the file runs at any batch size.
+    const Tensor example = rand({2, 1, 28, 28}, {kFloat32, device});
+    onnx::save(*net, {example}, run_dir + "/model.onnx");
+  }
+#endif
   if (options.checkpoint_every > 0) save(true);
 }
 

@@ -27,6 +27,7 @@ struct TrainOptions {
   bool ddp = false;
   std::string amp;    // "" (float32), "fp16" or "bf16": autocast + GradScaler (docs/amp.md)
   bool half = false;  // after training, also evaluate the model in float16 and compare
+  bool onnx = false;  // also write each trained model as {run_dir}/model.onnx (onnx::save)
   // Every this many optimizer steps (0: never) rank 0 writes {out_dir}/checkpoint.safetensors
   // (docs/checkpoints.md); also once at the end of each run.
   int64_t checkpoint_every = 0;
