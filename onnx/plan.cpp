@@ -63,6 +63,25 @@ void rethrow_at(const std::string& where) {
   throw;  // OutOfMemoryError, CudaError, FormatError: as they are
 }
 
+std::shared_ptr<const ShapeMemo::Values> ShapeMemo::find(const Key& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
+void ShapeMemo::insert(const Key& key, std::shared_ptr<const Values> values) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() < kMaxEntries) entries_.emplace(key, std::move(values));
+}
+
+void Plan::finish() {
+  constant_storage.clear();
+  for (const Tensor& c : constants)
+    if (c.defined() && c.storage()) constant_storage.insert(c.storage().get());
+  has_shape_only = false;
+  for (const Step& s : steps) has_shape_only |= s.shape_only;
+}
+
 std::vector<Tensor> Plan::run(const std::vector<Tensor>& given) const {
   if (given.size() != inputs.size())
     throw ValueError("ONNX model expects " + std::to_string(inputs.size()) + " inputs but got " +
@@ -73,8 +92,29 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& given) const {
     check_input(inputs[i], given[i]);
     slots[input_slots[i]] = given[i].device() == device ? given[i] : given[i].to(device);
   }
+  // Shape-only values: taken from the memo when these input shapes were seen
+  // before, else computed below and offered to it.
+  ShapeMemo::Key key;
+  std::shared_ptr<const ShapeMemo::Values> known;
+  std::shared_ptr<ShapeMemo::Values> fresh;
+  int64_t fresh_elements = 0;
+  if (has_shape_only) {
+    for (const Tensor& t : given) {
+      key.push_back(t.dim());
+      key.insert(key.end(), t.shape().begin(), t.shape().end());
+    }
+    known = memo->find(key);
+    if (known)
+      for (const auto& [slot, value] : *known) slots[slot] = value;
+    else
+      fresh = std::make_shared<ShapeMemo::Values>();
+  }
   std::vector<Tensor> args;
   for (const Step& step : steps) {
+    if (known && step.shape_only) {
+      for (uint32_t s : step.release) slots[s] = Tensor();
+      continue;
+    }
     args.clear();
     for (const ValueRef& r : step.inputs)
       args.push_back(r.kind == ValueRef::Kind::Slot       ? slots[r.index]
@@ -89,18 +129,32 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& given) const {
     if (outs.size() < step.outputs.size())
       throw FormatError(step.where + ": computed " + std::to_string(outs.size()) + " outputs but the node declares " +
                         std::to_string(step.outputs.size()));
-    for (size_t j = 0; j < step.outputs.size(); ++j)
-      if (step.outputs[j] >= 0) slots[static_cast<size_t>(step.outputs[j])] = std::move(outs[j]);
+    for (size_t j = 0; j < step.outputs.size(); ++j) {
+      if (step.outputs[j] < 0) continue;
+      if (fresh && step.shape_only) {
+        fresh_elements += outs[j].defined() ? outs[j].numel() : 0;
+        fresh->emplace_back(static_cast<uint32_t>(step.outputs[j]), outs[j]);
+      }
+      slots[static_cast<size_t>(step.outputs[j])] = std::move(outs[j]);
+    }
     for (uint32_t s : step.release) slots[s] = Tensor();
   }
-  // An output must never share memory with the plan's constants: a caller that
-  // writes into it would change the model.
-  std::unordered_set<const void*> constant_storage;
-  for (const Tensor& c : constants) constant_storage.insert(c.storage().get());
+  if (fresh && fresh_elements <= ShapeMemo::kMaxElements) {
+    memo->insert(key, fresh);
+    known = fresh;
+  }
+  // An output must never share memory with the plan's constants or its memo: a
+  // caller that writes into it would change the model.
+  std::unordered_set<const void*> memo_storage;
+  if (known)
+    for (const auto& [slot, value] : *known)
+      if (value.defined() && value.storage()) memo_storage.insert(value.storage().get());
   std::vector<Tensor> result;
   for (const ValueRef& r : output_refs) {
     Tensor t = r.kind == ValueRef::Kind::Slot ? slots[r.index] : constants[r.index];
-    if (t.defined() && t.storage() && constant_storage.count(t.storage().get())) t = t.clone();
+    if (t.defined() && t.storage() &&
+        (constant_storage.count(t.storage().get()) || memo_storage.count(t.storage().get())))
+      t = t.clone();
     result.push_back(t);
   }
   return result;

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "onnx/node_context.h"
@@ -29,6 +32,28 @@ struct Step {
   std::string where;                // "ONNX op 'Conv' (node 'conv1', opset 13)", for errors
   std::string op_type;              // what rewrites of the plan (onnx/quantize.cpp) look at
   std::map<std::string, Attribute> attrs;
+  // Reads only constants and values computed from the inputs' shapes (Shape and
+  // what follows from it): its outputs depend on the input shapes alone, so
+  // run() computes them once per set of input shapes (ShapeMemo).
+  bool shape_only = false;
+};
+
+// The outputs of a plan's shape-only steps for each set of input shapes seen:
+// exporters write a model's reshapes as Shape -> Gather -> Unsqueeze -> Concat
+// chains that would otherwise run, tiny op by tiny op, on every call. Entries
+// are immutable once in; a mutex guards the map, so threads share it.
+class ShapeMemo {
+ public:
+  using Key = std::vector<int64_t>;                        // rank, then dims, per input
+  using Values = std::vector<std::pair<uint32_t, Tensor>>;  // slot -> value
+  static constexpr size_t kMaxEntries = 64;
+  static constexpr int64_t kMaxElements = 1 << 16;        // per entry; larger ones are not kept
+  std::shared_ptr<const Values> find(const Key& key) const;
+  void insert(const Key& key, std::shared_ptr<const Values> values);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<Key, std::shared_ptr<const Values>> entries_;
 };
 
 class Plan {
@@ -41,6 +66,12 @@ class Plan {
   std::vector<Tensor> constants;
   std::vector<Step> steps;
   size_t num_slots = 0;
+  bool has_shape_only = false;
+  std::unordered_set<const void*> constant_storage;  // outputs never alias these (set by finish())
+  std::shared_ptr<ShapeMemo> memo = std::make_shared<ShapeMemo>();
+
+  // Derived data the builders compute once the constants are final.
+  void finish();
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 };

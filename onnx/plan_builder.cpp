@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kernels/base/error.h"
 #include "onnx/checker.h"
@@ -97,6 +98,17 @@ bool foldable(const NodeContext& ctx) {
   return true;
 }
 
+// Ops whose output shape depends on the values of their inputs after the first
+// (a target shape, pads, axes, repeats, split sizes), or, for ConstantOfShape
+// and Range, on the values of all of them. The output shape of any other op
+// follows from its inputs' shapes.
+bool shaped_by_values(const std::string& op) {
+  static const std::unordered_set<std::string> ops = {
+      "ConstantOfShape", "Range", "Expand", "Pad", "Reshape", "Slice", "Split", "Squeeze", "Unsqueeze", "Tile",
+      "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "ReduceSumSquare"};
+  return ops.count(op) > 0;
+}
+
 // What a name in the graph refers to while building.
 struct Value {
   ValueRef ref;
@@ -141,6 +153,8 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
     add_constant(init.name(), tensor_from_proto(init, where + ": initializer '" + init.name() + "'", folder));
   }
   if (graph.sparse_initializer_size()) throw NotImplementedError(where + ": sparse initializers are not supported");
+  std::vector<bool> shape_only_slot;   // per slot: computed from the input shapes alone (Step::shape_only)
+  std::vector<bool> shape_known_slot;  // per slot: its shape (not its values) follows from the input shapes
   // Graph inputs; one that has an initializer (older exporters list weights as
   // inputs) is a constant, not something the caller passes.
   for (const auto& in : graph.input()) {
@@ -148,6 +162,8 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
     ValueInfo info = value_info(in, where);
     uint32_t slot = static_cast<uint32_t>(plan->num_slots++);
     values[in.name()] = Value{{ValueRef::Kind::Slot, slot}};
+    shape_only_slot.push_back(false);
+    shape_known_slot.push_back(true);
     plan->inputs.push_back(info);
     plan->input_slots.push_back(slot);
   }
@@ -241,6 +257,23 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
       continue;
     }
     Step step;
+    // Shape-only: Shape or Size of a value whose shape follows from the input
+    // shapes, or an op reading only constants and shape-only values.
+    bool reads_shape_only = false, reads_data = false, args_shape_only = true, all_known = true;
+    for (size_t k = 0; k < refs.size(); ++k) {
+      if (refs[k].kind != ValueRef::Kind::Slot) continue;
+      const bool so = shape_only_slot[refs[k].index];
+      (so ? reads_shape_only : reads_data) = true;
+      if (k > 0) args_shape_only &= so;
+      all_known &= shape_known_slot[refs[k].index];
+    }
+    const bool first_known = !refs.empty() && (refs[0].kind != ValueRef::Kind::Slot || shape_known_slot[refs[0].index]);
+    step.shape_only = ((ctx.op_type == "Shape" || ctx.op_type == "Size") && all_known) ||
+                      (reads_shape_only && !reads_data);
+    const bool by_all_values = ctx.op_type == "ConstantOfShape" || ctx.op_type == "Range";
+    const bool out_known = step.shape_only || (by_all_values              ? !reads_data
+                                               : shaped_by_values(ctx.op_type) ? first_known && args_shape_only
+                                                                               : all_known);
     step.fn = std::move(fn);
     step.inputs = std::move(refs);
     step.where = ctx.where();
@@ -253,6 +286,8 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
       }
       uint32_t slot = static_cast<uint32_t>(plan->num_slots++);
       values[o] = Value{{ValueRef::Kind::Slot, slot}};
+      shape_only_slot.push_back(step.shape_only);
+      shape_known_slot.push_back(out_known);
       step.outputs.push_back(slot);
     }
     plan->steps.push_back(std::move(step));
@@ -286,6 +321,7 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
   if (device != kCPU)
     for (auto& c : plan->constants)
       if (is_floating(c.dtype())) c = c.to(device);
+  plan->finish();
   return plan;
 }
 

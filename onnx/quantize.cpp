@@ -45,6 +45,7 @@ std::shared_ptr<const quant::PackedLinearInt8> pack(const Tensor& w_out_in, cons
 Model quantize_dynamic(const Model& model, size_t* rewritten) {
   if (!model.plan_) throw ValueError("onnx::quantize_dynamic: the model is empty (default-constructed, not loaded)");
   auto plan = std::make_shared<Plan>(*model.plan_);
+  plan->memo = std::make_shared<ShapeMemo>();  // its own: steps are rewritten below
   NoGradGuard no_grad;
   size_t count = 0;
   for (Step& step : plan->steps) {

@@ -152,6 +152,46 @@ TEST_CASE("onnx: constant subgraphs are folded at load", "[onnx]") {
   CHECK(y[1] == Approx(-1.0 + 0.25 + 1.5 + 1.5 * -0.2));
 }
 
+TEST_CASE("onnx: values computed from input shapes are reused, values from data are not", "[onnx]") {
+  // n = Shape(x)[0] depends on x's shape only (run once per input shape); the
+  // shape of Reshape(x, s) depends on the values in s, so Shape of it runs every call.
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("memo");
+  set_input(g->add_input(), "x", {std::string("N"), int64_t{4}});
+  set_input(g->add_input(), "s", {int64_t{2}});
+  g->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
+  set_input(g->add_output(), "n", {});
+  set_input(g->add_output(), "rs", {int64_t{2}});
+  for (auto& out : *g->mutable_output()) out.mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
+  auto* zero = g->add_initializer();
+  zero->set_name("zero");
+  zero->set_data_type(::onnx::TensorProto::INT64);
+  zero->add_int64_data(0);
+  add_node(g, "Shape", {"x"}, {"xs"});
+  add_node(g, "Gather", {"xs", "zero"}, {"n"});
+  add_node(g, "Reshape", {"x", "s"}, {"r"});
+  add_node(g, "Shape", {"r"}, {"rs"});
+  const auto model = ember::onnx::load_from_string(bytes_of(m));
+  auto run = [&](int64_t rows, std::vector<int64_t> shape) {
+    return model.run({ones({rows, 4}), tensor(shape, {2})});
+  };
+  for (int round = 0; round < 2; ++round) {
+    auto a = run(4, {2, 8});
+    CHECK(a[0].item<int64_t>() == 4);
+    CHECK(a[1].to_vector<int64_t>() == std::vector<int64_t>{2, 8});
+    a[0].data_ptr<int64_t>()[0] = 99;  // a caller's write must not reach the next call
+    auto b = run(4, {8, 2});
+    CHECK(b[0].item<int64_t>() == 4);
+    CHECK(b[1].to_vector<int64_t>() == std::vector<int64_t>{8, 2});
+    auto c = run(2, {1, 8});
+    CHECK(c[0].item<int64_t>() == 2);
+    CHECK(c[1].to_vector<int64_t>() == std::vector<int64_t>{1, 8});
+  }
+}
+
 TEST_CASE("onnx: one model runs from several threads at once", "[onnx]") {
   ember::onnx::Model m = ember::onnx::load_from_string(bytes_of(linear_relu_model()));
   Tensor x = randn({64, 3});
