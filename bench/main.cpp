@@ -11,12 +11,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "bench/floors.h"
 #include "bench/harness.h"
+#include "bench/report.h"
+#include "tensor/build_info.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/gemm.h"
 #include "ember_config.h"
@@ -90,16 +93,27 @@ bool write_atomically(const std::string& path, const std::string& text, std::str
   return true;
 }
 
+// The current time, UTC, as 2026-12-01T22:30:00Z.
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ember-bench: Ember's benchmark suites, each case beside a peer library and "
                "the machine's measured floor"};
-  std::string suite_name, json_path;
+  std::string suite_name, json_path, report_dir;
   ember::bench::Options opt;
   bool list = false;
   app.add_option("--suite", suite_name, "suite to run, or 'all'");
   app.add_option("--json", json_path, "also write the records to FILE as JSON");
+  app.add_option("--report", report_dir, "also write DIR/report.md and one SVG chart per suite");
   app.add_option("--threads", opt.threads, "CPU threads for Ember, the peers and the floors")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -182,6 +196,8 @@ int main(int argc, char** argv) {
 #endif
   std::fflush(stdout);
 
+  ember::bench::RunContext context{ember::bench::machine_name(), ember::build_info(), utc_now(), opt.threads,
+                                   ember::bench::load_average(), 0};
   ember::bench::Report report;
   for (const auto& s : chosen) {
     // A suite that throws (a CUDA error, a missing file) is recorded as a failure
@@ -193,6 +209,15 @@ int main(int argc, char** argv) {
     }
   }
 
+  context.load_end = ember::bench::load_average();
+  if (!report_dir.empty()) {
+    std::string err;
+    if (!ember::bench::write_report(report_dir, report.records(), context, &err)) {
+      std::fprintf(stderr, "ember-bench: %s\n", err.c_str());
+      return 1;
+    }
+    std::printf("wrote %s/report.md and its charts\n", report_dir.c_str());
+  }
   if (!json_path.empty()) {
     std::string err;
     if (!write_atomically(json_path, to_json(report.records()).dump(2) + "\n", &err)) {
