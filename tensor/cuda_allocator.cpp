@@ -21,7 +21,7 @@ class CudaAllocator final : public Allocator {
                         std::to_string(cuda::device_count_or_zero()) + " devices)");
     return cuda::caching_malloc(nbytes, d, cuda::stream(d));
   }
-  void deallocate(void* ptr, const Device&) override { cuda::caching_free(ptr); }
+  void deallocate(void* ptr, size_t, const Device&) override { cuda::caching_free(ptr); }
 };
 
 }  // namespace

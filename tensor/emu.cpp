@@ -40,7 +40,7 @@ class EmuAllocator final : public Allocator {
     held_[d] += nbytes;
     return p;
   }
-  void deallocate(void* ptr, const Device&) override {
+  void deallocate(void* ptr, size_t, const Device&) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = live_.find(ptr);

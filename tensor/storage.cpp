@@ -22,7 +22,7 @@ namespace {
 class MetaAllocator final : public Allocator {
  public:
   void* allocate(size_t, const Device&) override { return nullptr; }
-  void deallocate(void*, const Device&) override {}
+  void deallocate(void*, size_t, const Device&) override {}
 };
 
 MetaAllocator meta_allocator;
@@ -51,7 +51,7 @@ Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(vo
 
 Storage::~Storage() {
   if (owned_) {
-    if (data_) get_allocator(device_.type())->deallocate(data_, device_);
+    if (data_) get_allocator(device_.type())->deallocate(data_, nbytes_, device_);
   } else if (deleter_) {
     deleter_(data_);
   }

@@ -22,7 +22,8 @@ class Allocator {
   virtual ~Allocator() = default;
   // Returns memory for nbytes (nbytes may be 0) or raises OutOfMemoryError.
   virtual void* allocate(size_t nbytes, const Device& device) = 0;
-  virtual void deallocate(void* ptr, const Device& device) = 0;
+  // Frees what allocate(nbytes, device) returned; nbytes is the size asked for.
+  virtual void deallocate(void* ptr, size_t nbytes, const Device& device) = 0;
 };
 
 // The allocator for a device type; registering replaces it (the CUDA backend
