@@ -178,7 +178,7 @@ TEST_CASE("vectorized transcendentals keep the specials", "[kernels][vec_math]")
 
 // Not run by default (hidden tag): every float32 input of every function through
 // each table this CPU runs, in chunks, the worst printed. scripts/check-vmath runs
-// it; about 15 CPU-minutes, mostly the double references.
+// it; about 9 CPU-minutes, mostly the double references.
 TEST_CASE("vectorized transcendentals over all 2^32 inputs", "[.][exhaustive]") {
   namespace vd = ember::cpu::vmath_detail;
   using ember::cpu::Isa;
