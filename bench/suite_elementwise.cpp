@@ -1,7 +1,8 @@
 // The elementwise suite: memory-bound ops on 16M float32 elements (64 MiB per
 // tensor, far past the caches) in GB/s against the copy bandwidth. `a + b` counts
 // 12 bytes per element (two reads, one write); in place and `out=` forms show the
-// cost of allocation separately. exp and gelu show where arithmetic starts to cost.
+// cost of allocation separately. exp, gelu, tanh, sigmoid and erf show where
+// arithmetic starts to cost (kernels/cpu/vmath.h; inputs in [0, 1)).
 #include <string>
 
 #include "bench/suite_memory_bound.h"
@@ -26,6 +27,9 @@ void run(const Options& opt, Report& report) {
   report_bandwidth(report, opt, "elementwise", "relu 16M f32", 2 * f32, [&] { Tensor c = a.relu(); });
   report_bandwidth(report, opt, "elementwise", "exp 16M f32", 2 * f32, [&] { Tensor c = a.exp(); });
   report_bandwidth(report, opt, "elementwise", "gelu 16M f32", 2 * f32, [&] { Tensor c = a.gelu(); });
+  report_bandwidth(report, opt, "elementwise", "tanh 16M f32", 2 * f32, [&] { Tensor c = a.tanh(); });
+  report_bandwidth(report, opt, "elementwise", "sigmoid 16M f32", 2 * f32, [&] { Tensor c = a.sigmoid(); });
+  report_bandwidth(report, opt, "elementwise", "erf 16M f32", 2 * f32, [&] { Tensor c = a.erf(); });
   Tensor t = a.view({4096, 4096}).t();
   report_bandwidth(report, opt, "elementwise", "contiguous() of a transpose 16M f32", 2 * f32,
                    [&] { Tensor c = t.contiguous(); });

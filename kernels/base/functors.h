@@ -3,14 +3,16 @@
 // (kernels/cuda/elementwise.cu): one definition, so the two backends cannot drift.
 // They take and return the compute type (float for the half types), so one loop
 // template serves every dtype. Under nvcc they are __host__ __device__; the math
-// they call is CUDA's on the GPU and the C library's on the CPU (with exp_fast for
-// float exp), so floating results may differ between the devices by an ulp or two,
+// they call is CUDA's on the GPU and the C library's on the CPU, except float exp,
+// tanh, erf, sigmoid and gelu, which use the branch-free functions of vec_math.h
+// and vec_erf.h (the vector kernels of kernels/cpu/vmath.h run the same code), so floating results may differ between the devices by an ulp or two,
 // never in meaning.
 #pragma once
 
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/base/vec_erf.h"
 #include "kernels/base/vec_math.h"
 
 #if defined(__CUDACC__)
@@ -46,23 +48,38 @@ EMBER_MATH1(log1p, log1pf)
 EMBER_MATH1(sqrt, sqrtf)
 EMBER_MATH1(sin, sinf)
 EMBER_MATH1(cos, cosf)
-EMBER_MATH1(tanh, tanhf)
-EMBER_MATH1(erf, erff)
 EMBER_MATH1(fabs, fabsf)
 EMBER_MATH2(pow, powf)
 #undef EMBER_MATH1
 #undef EMBER_MATH2
 
-// exp: the vectorizable exp_fast (within 2 ulp) for float on the CPU.
-template <class T> EMBER_HOST_DEVICE T exp(T x) {
+// exp, tanh, erf: the vectorizable versions (vec_math.h, vec_erf.h) for float on
+// the CPU.
 #if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<T, float>) return ::expf(x);
-  else return ::exp(x);
+#define EMBER_MATH_FAST1(name, fname, fast)                               \
+  template <class T> EMBER_HOST_DEVICE T name(T x) {                      \
+    if constexpr (std::is_same_v<T, float>) return ::fname(x);            \
+    else return ::name(x);                                                \
+  }
 #else
-  if constexpr (std::is_same_v<T, float>) return exp_fast(x);
-  else return std::exp(x);
+#define EMBER_MATH_FAST1(name, fname, fast)                               \
+  template <class T> EMBER_HOST_DEVICE T name(T x) {                      \
+    if constexpr (std::is_same_v<T, float>) return fast(x);               \
+    else return std::name(x);                                             \
+  }
 #endif
-}
+EMBER_MATH_FAST1(exp, expf, exp_fast)
+EMBER_MATH_FAST1(tanh, tanhf, tanh_fast)
+EMBER_MATH_FAST1(erf, erff, erf_fast)
+#undef EMBER_MATH_FAST1
+
+// True where the float CPU path uses the vectorizable sigmoid and gelu.
+template <class T> inline constexpr bool kFastFloat =
+#if defined(__CUDA_ARCH__)
+    false;
+#else
+    std::is_same_v<T, float>;
+#endif
 }  // namespace math
 
 template <class T> EMBER_HOST_DEVICE bool is_nan(T x) {
@@ -91,12 +108,17 @@ struct sin { template <class T> EMBER_HOST_DEVICE T operator()(T x) const { retu
 struct cos { template <class T> EMBER_HOST_DEVICE T operator()(T x) const { return math::cos(x); } };
 struct tanh { template <class T> EMBER_HOST_DEVICE T operator()(T x) const { return math::tanh(x); } };
 struct sigmoid {
-  template <class T> EMBER_HOST_DEVICE T operator()(T x) const { return T(1) / (T(1) + math::exp(-x)); }
+  template <class T> EMBER_HOST_DEVICE T operator()(T x) const {
+    if constexpr (math::kFastFloat<T>) return sigmoid_fast(x);
+    else return T(1) / (T(1) + math::exp(-x));
+  }
 };
-// The exact (erf) form, PyTorch's default approximate='none'.
+// The exact (erf) form, PyTorch's default approximate='none'. gelu_fast computes
+// the same function, with erfc for negative x (no cancellation in its left tail).
 struct gelu {
   template <class T> EMBER_HOST_DEVICE T operator()(T x) const {
-    return T(0.5) * x * (T(1) + math::erf(x * T(0.70710678118654752440)));
+    if constexpr (math::kFastFloat<T>) return gelu_fast(x);
+    else return T(0.5) * x * (T(1) + math::erf(x * T(0.70710678118654752440)));
   }
 };
 // PyTorch's defaults (beta 1, threshold 20): log(1 + e^x), and x itself above 20,
@@ -106,7 +128,8 @@ struct softplus {
     return x > T(20) ? x : math::log1p(math::exp(x));
   }
 };
-// The Gauss error function (libm's erf on the CPU, CUDA's erff/erf on the GPU).
+// The Gauss error function (erf_fast for float and libm's erf for double on the CPU,
+// CUDA's erff/erf on the GPU).
 struct erf { template <class T> EMBER_HOST_DEVICE T operator()(T x) const { return math::erf(x); } };
 
 // ---- binary. On bool, add/mul/maximum/minimum act as or/and/or/and through the

@@ -2,6 +2,8 @@
 // picks a contiguous loop (which the compiler vectorizes) when every stride is the
 // element size, a broadcast-scalar loop when one input has stride 0, and a plain
 // strided loop otherwise. Half types load to float, compute, and round on store.
+// Contiguous float32 exp, erf, tanh, sigmoid and gelu (and their half blocks) go to
+// the per-instruction-set kernels of vmath.h instead of the functor loop.
 #include "kernels/cpu/elementwise.h"
 
 #include <omp.h>
@@ -18,6 +20,7 @@
 #include "kernels/base/functors.h"
 #include "kernels/cpu/half_vec.h"
 #include "kernels/cpu/loop.h"
+#include "kernels/cpu/vmath.h"
 
 namespace ember::cpu {
 namespace {
@@ -32,6 +35,18 @@ void unary_half_run(T* out, const T* in, int64_t n, F f) {
     const int64_t len = std::min(kHalfBlock, n - i0);
     load_to_float(in + i0, x, len);
     for (int64_t i = 0; i < len; ++i) x[i] = f(x[i]);
+    store_from_float(x, out + i0, len);
+  }
+}
+
+// The same with a whole-block float32 kernel (vmath.h) in place of the functor.
+template <class T>
+void unary_half_run(T* out, const T* in, int64_t n, vmath_detail::UnaryF32 vec) {
+  float x[kHalfBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+    const int64_t len = std::min(kHalfBlock, n - i0);
+    load_to_float(in + i0, x, len);
+    vec(x, x, len);
     store_from_float(x, out + i0, len);
   }
 }
@@ -56,14 +71,22 @@ void binary_half_run(Out* out, const T* a, int64_t a_step, const T* b, int64_t b
   }
 }
 
+// `vec`, when given, is the op's contiguous float32 kernel (vmath.h): it takes
+// float32 runs, and the float blocks of half runs in place of the functor.
 template <class T, class F>
-void unary_loop(const StridedLoop& L, F f) {
+void unary_loop(const StridedLoop& L, F f, vmath_detail::UnaryF32 vec = nullptr) {
   using A = acc_t<T>;
   strided_for<2>(L, [&](char* const* p, const int64_t* s, int64_t n) {
     T* out = reinterpret_cast<T*>(p[0]);
     const T* in = reinterpret_cast<const T*>(p[1]);
     if constexpr (is_half_v<T>) {
-      if (s[0] == sizeof(T) && s[1] == sizeof(T)) return unary_half_run(out, in, n, f);
+      if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+        if (vec) return unary_half_run(out, in, n, vec);
+        return unary_half_run(out, in, n, f);
+      }
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (vec && s[0] == sizeof(T) && s[1] == sizeof(T)) return vec(in, out, n);
     }
     if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<A>(in[i])));
@@ -221,6 +244,7 @@ void parallel_range(int64_t n, Body&& body) {
 // dtype but bool, `floating` ops for the floating dtypes (the front-end promotes
 // other inputs to float32 first, so no kernel is needed for them).
 void unary(UnaryOp op, DType dt, const StridedLoop& loop) {
+  const vmath_detail::UnaryF32 vec = vmath_for(op);
   dispatch(dt, [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw DTypeError(std::string("cpu::unary: ") + name_of(op) + " is not implemented for dtype bool");
@@ -229,7 +253,7 @@ void unary(UnaryOp op, DType dt, const StridedLoop& loop) {
 #define EMBER_X(Name, name, kind, ...)                                                 \
   case UnaryOp::name:                                                                  \
     if constexpr (UnaryKind::kind == UnaryKind::same || is_floating_v<T>)              \
-      return unary_loop<T>(loop, functors::name{});                                    \
+      return unary_loop<T>(loop, functors::name{}, is_floating_v<T> ? vec : nullptr);  \
     break;
         EMBER_UNARY_OPS(EMBER_X)
 #undef EMBER_X

@@ -13,7 +13,7 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/softmax_row_impl.h"
 namespace ember::cpu::softmax_detail {
 namespace {
-constexpr SoftmaxRowKernels kSet{"avx512", softmax_row_f32};
+constexpr SoftmaxRowKernels kSet{"avx512", softmax_row_f32<true>};
 }  // namespace
 }  // namespace ember::cpu::softmax_detail
 EMBER_ISA_END

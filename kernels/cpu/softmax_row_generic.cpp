@@ -11,7 +11,7 @@
 
 namespace ember::cpu::softmax_detail {
 namespace {
-constexpr SoftmaxRowKernels kSet{"generic", softmax_row_f32};
+constexpr SoftmaxRowKernels kSet{"generic", softmax_row_f32<false>};
 }  // namespace
 
 const SoftmaxRowKernels* softmax_row_kernels_generic() { return &kSet; }

@@ -8,7 +8,9 @@ namespace {
 
 // One float32 row. Max and sum run in 16 independent lanes so the loops vectorize
 // (a single running sum would be a dependency chain the compiler must keep in
-// order), for the vector width of the includer's instruction set.
+// order), for the vector width of the includer's instruction set. kFma: the
+// includer's set has fused multiply-add (exp_fast, vec_math.h).
+template <bool kFma>
 void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
   constexpr int L = 16;
   float lane[L];
@@ -23,14 +25,14 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
   for (int l = 0; l < L; ++l) lane[l] = 0;
   for (i = 0; i + L <= n; i += L)
     for (int l = 0; l < L; ++l) {
-      const float e = exp_fast(x[i + l] - m);
+      const float e = exp_fast<kFma>(x[i + l] - m);
       if (!log) y[i + l] = e;
       lane[l] += e;
     }
   float s = 0;
   for (int l = 0; l < L; ++l) s += lane[l];
   for (; i < n; ++i) {
-    const float e = exp_fast(x[i] - m);
+    const float e = exp_fast<kFma>(x[i] - m);
     if (!log) y[i] = e;
     s += e;
   }

@@ -1,0 +1,32 @@
+// Picks the float32 transcendental kernels of the active instruction set (vmath.h).
+#include "kernels/cpu/vmath.h"
+
+#include "kernels/cpu/isa.h"
+
+namespace ember::cpu {
+namespace {
+
+const PerIsa<vmath_detail::VmathKernels>& tables() {
+  static const PerIsa<vmath_detail::VmathKernels> t(vmath_detail::vmath_kernels_generic(),
+                                                    vmath_detail::vmath_kernels_avx2(),
+                                                    vmath_detail::vmath_kernels_avx512(), nullptr);
+  return t;
+}
+
+}  // namespace
+
+const vmath_detail::VmathKernels& vmath() { return tables().pick(); }
+
+vmath_detail::UnaryF32 vmath_for(UnaryOp op) {
+  const vmath_detail::VmathKernels& k = vmath();
+  switch (op) {
+    case UnaryOp::exp: return k.exp;
+    case UnaryOp::erf: return k.erf;
+    case UnaryOp::tanh: return k.tanh;
+    case UnaryOp::sigmoid: return k.sigmoid;
+    case UnaryOp::gelu: return k.gelu;
+    default: return nullptr;
+  }
+}
+
+}  // namespace ember::cpu

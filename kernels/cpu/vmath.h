@@ -1,0 +1,36 @@
+// The float32 transcendentals of the elementwise ops (exp, erf, tanh, sigmoid,
+// gelu) over contiguous runs, one copy per instruction set (vmath_<isa>.cpp compiles
+// vmath_impl.h for its set); vmath.cpp picks one at run time. The math itself is
+// kernels/base/vec_math.h and vec_erf.h. Not part of the public API.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/base/ops.def.h"
+
+namespace ember::cpu {
+namespace vmath_detail {
+
+// y[i] = f(x[i]) for i in [0, n); y may be x.
+using UnaryF32 = void (*)(const float* x, float* y, int64_t n);
+
+struct VmathKernels {
+  const char* name;
+  UnaryF32 exp, erf, tanh, sigmoid, gelu;
+};
+
+// nullptr when this build cannot emit that instruction set.
+const VmathKernels* vmath_kernels_avx512();
+const VmathKernels* vmath_kernels_avx2();
+const VmathKernels* vmath_kernels_generic();
+
+}  // namespace vmath_detail
+
+// The table of the active instruction set (isa.h).
+const vmath_detail::VmathKernels& vmath();
+
+// The active table's contiguous float32 kernel for `op`, or nullptr when the op has
+// none (it then runs its scalar functor).
+vmath_detail::UnaryF32 vmath_for(UnaryOp op);
+
+}  // namespace ember::cpu
