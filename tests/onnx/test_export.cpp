@@ -10,6 +10,7 @@
 #include <functional>
 #include <unistd.h>
 
+#include "../support/message_of.h"
 #include "export_models.h"
 #include "onnx/onnx_pb.h"
 
@@ -31,16 +32,6 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 bool equal(const Tensor& a, const Tensor& b) { return a.shape() == b.shape() && max_abs_diff(a, b) == 0; }
-
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 fs::path temp_path(const std::string& name) {
   return fs::temp_directory_path() / ("ember_export_" + std::to_string(::getpid()) + "_" + name);

@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "ember.h"
+#include "../support/message_of.h"
 #include "onnx/onnx_pb.h"
 
 using namespace ember;
@@ -40,6 +41,15 @@ void set_input(::onnx::ValueInfoProto* v, const std::string& name, std::vector<s
   for (const auto& s : in) n->add_input(s);
   for (const auto& s : out) n->add_output(s);
   return n;
+}
+
+// A model with no nodes yet: IR version 8, the default domain at `opset`.
+::onnx::ModelProto new_model(const std::string& name, int64_t opset = 13) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(opset);
+  m.mutable_graph()->set_name(name);
+  return m;
 }
 
 // y = relu(x @ W + B), x [N, 3], W [3, 2] (raw_data), B [2] (float_data).
@@ -87,16 +97,6 @@ std::string bytes_of(const ::onnx::ModelProto& m) {
   std::string s;
   m.SerializeToString(&s);
   return s;
-}
-
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
@@ -155,11 +155,8 @@ TEST_CASE("onnx: constant subgraphs are folded at load", "[onnx]") {
 TEST_CASE("onnx: values computed from input shapes are reused, values from data are not", "[onnx]") {
   // n = Shape(x)[0] depends on x's shape only (run once per input shape); the
   // shape of Reshape(x, s) depends on the values in s, so Shape of it runs every call.
-  ::onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
+  ::onnx::ModelProto m = new_model("memo");
   auto* g = m.mutable_graph();
-  g->set_name("memo");
   set_input(g->add_input(), "x", {std::string("N"), int64_t{4}});
   set_input(g->add_input(), "s", {int64_t{2}});
   g->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
@@ -230,11 +227,8 @@ TEST_CASE("onnx: wrong inputs raise the documented errors", "[onnx][errors]") {
 
 TEST_CASE("onnx: an error inside a node names the node", "[onnx][errors]") {
   // Reshape to a shape that the runtime input cannot take.
-  ::onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
+  ::onnx::ModelProto m = new_model("g");
   auto* g = m.mutable_graph();
-  g->set_name("g");
   set_input(g->add_input(), "x", {std::string("N")});
   set_input(g->add_output(), "y", {int64_t{4}, int64_t{-1}});
   g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->clear_dim_value();
