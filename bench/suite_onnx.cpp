@@ -113,7 +113,8 @@ std::string ort_missing(const std::string& node) {
 
 // Where the time of one batch-1 call goes: the plan's steps run as Plan::run runs
 // them, each timed alone; per op type the sum of its steps' medians, and what
-// run() spends outside the steps. Whole run() calls alternate with the stepped
+// run() spends outside the steps. Shape-only steps run in the first call only
+// and their values are reused after, as Plan::run reuses them (its ShapeMemo). Whole run() calls alternate with the stepped
 // ones, so that both medians come from the same stretch of machine load.
 void print_breakdown(const std::string& name, const onnx::Model& model, const Tensor& x) {
   std::ifstream f(kModels + name + ".onnx", std::ios::binary);
@@ -122,6 +123,7 @@ void print_breakdown(const std::string& name, const onnx::Model& model, const Te
   constexpr int kWarmup = 100, kCalls = 1000;
   std::vector<std::vector<double>> per_step(plan->steps.size());
   std::vector<double> whole;
+  std::vector<Tensor> shape_values(plan->num_slots);  // outputs of the shape-only steps
   NoGradGuard no_grad;
   for (int call = 0; call < kWarmup + kCalls; ++call) {
     const auto r0 = Clock::now();
@@ -131,6 +133,12 @@ void print_breakdown(const std::string& name, const onnx::Model& model, const Te
     slots[plan->input_slots[0]] = x;
     for (size_t i = 0; i < plan->steps.size(); ++i) {
       const onnx::Step& step = plan->steps[i];
+      if (step.shape_only && call > 0) {
+        for (int64_t o : step.outputs)
+          if (o >= 0) slots[static_cast<size_t>(o)] = shape_values[static_cast<size_t>(o)];
+        for (uint32_t s : step.release) slots[s] = Tensor();
+        continue;
+      }
       args.clear();
       for (const onnx::ValueRef& r : step.inputs)
         args.push_back(r.kind == onnx::ValueRef::Kind::Slot       ? slots[r.index]
@@ -140,7 +148,10 @@ void print_breakdown(const std::string& name, const onnx::Model& model, const Te
       std::vector<Tensor> outs = step.fn(args);
       if (call >= kWarmup) per_step[i].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       for (size_t j = 0; j < step.outputs.size() && j < outs.size(); ++j)
-        if (step.outputs[j] >= 0) slots[static_cast<size_t>(step.outputs[j])] = std::move(outs[j]);
+        if (step.outputs[j] >= 0) {
+          if (step.shape_only) shape_values[static_cast<size_t>(step.outputs[j])] = outs[j];
+          slots[static_cast<size_t>(step.outputs[j])] = std::move(outs[j]);
+        }
       for (uint32_t s : step.release) slots[s] = Tensor();
     }
   }
@@ -148,7 +159,12 @@ void print_breakdown(const std::string& name, const onnx::Model& model, const Te
   const double run_median_s = median(whole);
   std::map<std::string, std::pair<int, double>> by_op;  // op type -> steps, seconds
   double total = 0;
+  size_t shape_only = 0;
   for (size_t i = 0; i < per_step.size(); ++i) {
+    if (plan->steps[i].shape_only) {
+      ++shape_only;
+      continue;
+    }
     std::sort(per_step[i].begin(), per_step[i].end());
     const std::string& where = plan->steps[i].where;  // "ONNX op 'Conv' (node ...)"
     const size_t a = where.find('\''), b = where.find('\'', a + 1);
@@ -159,8 +175,9 @@ void print_breakdown(const std::string& name, const onnx::Model& model, const Te
   }
   std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_op.begin(), by_op.end());
   std::sort(rows.begin(), rows.end(), [](const auto& p, const auto& q) { return p.second.second > q.second.second; });
-  std::printf("  where ember's batch-1 time goes (%s, %zu steps, medians of %d calls each; run() median %.1f us):\n",
-              name.c_str(), plan->steps.size(), kCalls, run_median_s * 1e6);
+  std::printf("  where ember's batch-1 time goes (%s, %zu steps of which %zu shape-only, run once per input shape; "
+              "medians of %d calls each; run() median %.1f us):\n",
+              name.c_str(), plan->steps.size(), shape_only, kCalls, run_median_s * 1e6);
   for (const auto& [op, v] : rows)
     std::printf("    %-20s %3d steps %8.1f us %5.1f%%\n", op.c_str(), v.first, v.second * 1e6,
                 100 * v.second / run_median_s);

@@ -24,14 +24,13 @@ constexpr int kLanes = 8;
 
 template <class T>
 void forward_rows(int64_t rows, int64_t n, const T* x, const T* w, const T* b, T eps, T* y, T* mean, T* rstd) {
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * n >= kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_rows(rows, rows * n >= kParallelGrain, [&](int64_t r) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
     if (n == 0) {
       mean[r] = 0;
       rstd[r] = T(1) / std::sqrt(eps);
-      continue;
+      return;
     }
     const T s = xr[0];
     T s1[kLanes] = {}, s2[kLanes] = {};
@@ -58,13 +57,12 @@ void forward_rows(int64_t rows, int64_t n, const T* x, const T* w, const T* b, T
       const T v = (xr[k] - mu) * rs;
       yr[k] = (w ? v * w[k] : v) + (b ? b[k] : T(0));
     }
-  }
+  });
 }
 
 template <class T>
 void backward_rows(int64_t rows, int64_t n, const T* g, const T* x, const T* mean, const T* rstd, const T* w, T* gx) {
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * n >= kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_rows(rows, rows * n >= kParallelGrain, [&](int64_t r) {
     const T* gr = g + r * n;
     const T* xr = x + r * n;
     const T mu = mean[r], rs = rstd[r];
@@ -81,7 +79,7 @@ void backward_rows(int64_t rows, int64_t n, const T* g, const T* x, const T* mea
       const T gh = w ? gr[j] * w[j] : gr[j];
       out[j] = rs * (gh - a - (xr[j] - mu) * rs * c);
     }
-  }
+  });
 }
 
 template <class T>

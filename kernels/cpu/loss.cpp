@@ -47,30 +47,28 @@ T log_sum_exp(const T* x, int64_t c) {
 template <class T>
 void ce_forward(int64_t n, int64_t c, const T* x, const int64_t* t, int64_t ignore, T* loss,
                 T* lse) {
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n * c >= kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_rows(n, n * c >= kParallelGrain, [&](int64_t i) {
     const T* xi = x + i * c;
     const T l = log_sum_exp(xi, c);
     lse[i] = l;
     loss[i] = t[i] == ignore ? T(0) : l - xi[t[i]];
-  }
+  });
 }
 
 template <class T>
 void ce_backward(int64_t n, int64_t c, const T* x, const int64_t* t, int64_t ignore,
                  const T* lse, const T* gl, T* gx) {
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n * c >= kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_rows(n, n * c >= kParallelGrain, [&](int64_t i) {
     const T* xi = x + i * c;
     T* gi = gx + i * c;
     if (t[i] == ignore) {
       std::fill(gi, gi + c, T(0));
-      continue;
+      return;
     }
     const T g = gl[i], l = lse[i];
     for (int64_t j = 0; j < c; ++j) gi[j] = exp_of(xi[j] - l) * g;
     gi[t[i]] -= g;
-  }
+  });
 }
 
 template <class F>

@@ -17,8 +17,7 @@ void sgd_step(DType dt, int64_t n, void* param, const void* grad, void* momentum
     T* buf = static_cast<T*>(momentum_buffer);
     const A lr = static_cast<A>(h.lr), mom = static_cast<A>(h.momentum), wd = static_cast<A>(h.weight_decay);
     const A damp = static_cast<A>(1 - h.dampening);
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) {
+    parallel_rows(n, n >= kParallelGrain, [&](int64_t i) {
       A d = static_cast<A>(g[i]) + wd * static_cast<A>(p[i]);
       if (buf) {
         const A b = h.first_step ? d : mom * static_cast<A>(buf[i]) + damp * d;
@@ -26,7 +25,7 @@ void sgd_step(DType dt, int64_t n, void* param, const void* grad, void* momentum
         d = h.nesterov ? d + mom * b : b;
       }
       p[i] = static_cast<T>(static_cast<A>(p[i]) - lr * d);
-    }
+    });
   });
 }
 
@@ -47,8 +46,7 @@ void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg
     // 1 - beta computed in double and rounded once, as PyTorch passes it as an
     // alpha (rounding beta to float32 first is ~200 ulp off for beta2 = 0.999).
     const A one_minus_b1 = static_cast<A>(1 - h.beta1), one_minus_b2 = static_cast<A>(1 - h.beta2);
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (n >= kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) {
+    parallel_rows(n, n >= kParallelGrain, [&](int64_t i) {
       A pi = static_cast<A>(p[i]), gi = static_cast<A>(g[i]);
       if (h.decoupled) pi *= decay;
       else gi += wd * pi;
@@ -63,7 +61,7 @@ void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg
       }
       const A denom = std::sqrt(vs) / sqrt_bc2 + eps;
       p[i] = static_cast<T>(pi - step_size * mi / denom);
-    }
+    });
   });
 }
 

@@ -22,8 +22,7 @@ void pad_rows(const PadGeometry& g, const int64_t* maps, const U* x, U* y, U fil
   for (int d = 0; d < last; ++d) rows *= g.out_sizes[d];
   const int64_t* last_map = maps + g.map_offset[last];
   const int64_t last_stride = g.in_strides[last];
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * n >= kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_rows(rows, rows * n >= kParallelGrain, [&](int64_t r) {
     U* yr = y + r * n;
     int64_t off = 0, rest = r;
     bool fill_row = false;
@@ -36,14 +35,14 @@ void pad_rows(const PadGeometry& g, const int64_t* maps, const U* x, U* y, U fil
     }
     if (fill_row) {
       for (int64_t j = 0; j < n; ++j) yr[j] = fill;
-      continue;
+      return;
     }
     const U* xr = x + off;
     for (int64_t j = 0; j < n; ++j) {
       const int64_t s = last_map[j];
       yr[j] = s < 0 ? fill : xr[s * last_stride];
     }
-  }
+  });
 }
 
 template <class U>

@@ -314,15 +314,14 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
     }
   };
   if (jobs >= kSlices || work < kParallelGrain) {
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (work >= kParallelGrain)
-    for (int64_t job = 0; job < jobs; ++job) {
+    parallel_rows(jobs, work >= kParallelGrain, [&](int64_t job) {
       const int64_t row = job / blocks_per_row, c0 = (job % blocks_per_row) * B, n = std::min(B, inner - c0);
       int64_t in_off, out_off;
       outer_offsets.offsets(row, in_off, out_off);
       sum_acc_t<T> acc[B] = {};
       column_block<T>(g, in + in_off + c0, n, 0, g.red_numel, acc);
       finish(acc, n, out_off + c0);
-    }
+    });
     return true;
   }
   // Few blocks (say, summing dim 0 of [N, 1024]): cut the reduced range into
@@ -365,12 +364,11 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
       return;
     }
     const int64_t work = g.out_numel * std::max<int64_t>(g.red_numel, 1);
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (work >= kParallelGrain)
-    for (int64_t o = 0; o < g.out_numel; ++o) {
+    parallel_rows(g.out_numel, work >= kParallelGrain, [&](int64_t o) {
       int64_t in_off, out_off;
       r.offsets(o, in_off, out_off);
       store<T>(r.reduce_one(at(in_off), false), op, g.red_numel, correction, out, indices, out_off);
-    }
+    });
   });
 }
 

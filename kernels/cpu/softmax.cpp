@@ -41,8 +41,7 @@ template <class T>
 void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
   using A = sm_acc_t<T>;
   if constexpr (std::is_same_v<T, float>) {
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * dim >= kParallelGrain)
-    for (int64_t r = 0; r < rows; ++r) softmax_row_f32(in + r * dim, out + r * dim, dim, log);
+    parallel_rows(rows, rows * dim >= kParallelGrain, [&](int64_t r) { softmax_row_f32(in + r * dim, out + r * dim, dim, log); });
     return;
   } else if constexpr (is_half_v<T>) {
     // Half rows: widened into a float row (vector conversions), the float32 row
@@ -59,8 +58,7 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
     }
     return;
   }
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * dim >= kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_rows(rows, rows * dim >= kParallelGrain, [&](int64_t r) {
     const T* x = in + r * dim;
     T* y = out + r * dim;
     A m = -std::numeric_limits<A>::infinity();
@@ -85,14 +83,13 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
         for (int64_t i = 0; i < dim; ++i) y[i] = static_cast<T>(exp_of(static_cast<A>(x[i]) - m) * inv);
       }
     }
-  }
+  });
 }
 
 template <class T>
 void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* out, bool log) {
   using A = sm_acc_t<T>;
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (outer * dim * inner >= kParallelGrain)
-  for (int64_t o = 0; o < outer; ++o) {
+  parallel_rows(outer, outer * dim * inner >= kParallelGrain, [&](int64_t o) {
     const T* x = in + o * dim * inner;
     T* y = out + o * dim * inner;
     std::vector<A> m(inner, -std::numeric_limits<A>::infinity()), s(inner, A(0));
@@ -107,7 +104,7 @@ void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* 
         const A v = static_cast<A>(x[d * inner + i]) - m[i];
         y[d * inner + i] = static_cast<T>(log ? v - std::log(s[i]) : exp_of(v) / s[i]);
       }
-  }
+  });
 }
 
 }  // namespace

@@ -19,11 +19,10 @@ void take(size_t element_size, int64_t outer, int64_t size, int64_t inner, const
   const size_t row_bytes = static_cast<size_t>(inner) * element_size;
   const char* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(out);
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * inner >= kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_rows(rows, rows * inner >= kParallelGrain, [&](int64_t r) {
     const int64_t o = r / n_index, j = r % n_index;
     std::memcpy(dst + r * row_bytes, src + (o * size + index[j]) * row_bytes, row_bytes);
-  }
+  });
 }
 
 namespace {
