@@ -28,7 +28,11 @@ struct Lowering {
   // Input i as a graph value in the op's result dtype (or its own dtype).
   std::string in(size_t i) { return values.value(op.inputs.at(i), out_dtype()); }
   std::string in_own(size_t i) { return values.value(op.inputs.at(i)); }
-  std::string out_name() { return g.fresh(std::string(node().name()).substr(0, std::string(node().name()).find("Backward"))); }
+  // "AddBackward0" -> a fresh "Add", "Add_2", ...
+  std::string out_name() {
+    const std::string name = node().name();
+    return g.fresh(name.substr(0, name.find("Backward")));
+  }
   // Binds output 0 to `name`.
   void result(const std::string& name) { values.bind(op.outputs.at(0), name); }
   // One node `type` over `inputs`, its output bound as the op's result.
@@ -101,7 +105,10 @@ void Lowering::reduce(OpId id) {
   const std::string x = in(0);
   if (id == OpId::MaxDim || id == OpId::MinDim) {
     const auto& a = node().attrs_as<DimAttrs>();
-    if (op.inputs[0].dim() == 0) return result(emit("Identity", {x})->output(0));
+    if (op.inputs[0].dim() == 0) {  // a 0-d input: nothing to reduce
+      emit("Identity", {x});
+      return;
+    }
     auto* n = emit(id == OpId::MaxDim ? "ReduceMax" : "ReduceMin", {x});
     set_attr(n, "axes", std::vector<int64_t>{a.dim});
     set_attr(n, "keepdims", static_cast<int64_t>(a.keepdim));
