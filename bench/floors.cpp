@@ -3,6 +3,7 @@
 // vectors, each compiled for its instruction set by a target attribute and picked
 // at run time, as the GEMM kernels are.
 #include "bench/floors.h"
+#include "kernels/cpu/isa.h"
 
 #include <omp.h>
 
@@ -63,6 +64,24 @@ __attribute__((target("avx512f"))) int64_t fma_loop_avx512_f32(int64_t iters, do
 
 int64_t fma_loop_avx512(int64_t iters, bool f64, double* sink) {
   return f64 ? fma_loop_avx512_f64(iters, sink) : fma_loop_avx512_f32(iters, sink);
+}
+
+// vdpbf16ps chains, the bfloat16 GEMM's instruction: each adds 16 lanes x 2 products
+// (64 flops). Every pair is (1, 1) times (2^-20, 2^-20), so the sums grow slowly and
+// never reach a subnormal or an overflow.
+__attribute__((target("avx512f,avx512bf16"))) int64_t dot_bf16_loop(int64_t iters, bool, double* sink) {
+  __m512 acc[kChains];
+  const __m512i ones = _mm512_set1_epi32(0x3f803f80), tiny = _mm512_set1_epi32(0x35803580);
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(float(i));
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)ones, (__m512bh)tiny);
+  }
+  for (int i = 1; i < kChains; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, acc[0]);
+  *sink += out[0] + out[15];
+  return 2 * 32 * kChains;
 }
 
 __attribute__((target("avx2,fma"))) int64_t fma_loop_avx2(int64_t iters, bool f64, double* sink) {
@@ -143,14 +162,16 @@ double now_s() {
 }
 
 // Wall time for every thread to run `iters` rounds at once; returns flops done.
-double run_fma(int threads, int64_t iters, bool f64, double* seconds) {
+// `loop` replaces the FMA loop of the CPU's vector width (the bfloat16 peak's).
+double run_fma(int threads, int64_t iters, bool f64, double* seconds, FmaLoop loop = nullptr) {
+  if (!loop) loop = isa().loop;
   double sink = 0;
   int64_t flops_per_round = 0;
   const double t0 = now_s();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
   {
     double local = 0;
-    const int64_t f = isa().loop(iters, f64, &local);
+    const int64_t f = loop(iters, f64, &local);
     if (omp_get_thread_num() == 0) flops_per_round = f;
     sink += local;
   }
@@ -160,7 +181,7 @@ double run_fma(int threads, int64_t iters, bool f64, double* seconds) {
   return double(flops_per_round) * double(iters) * threads;
 }
 
-double measure_fma(int threads, bool f64) {
+double measure_fma(int threads, bool f64, FmaLoop loop = nullptr) {
   // Calibrate to about 1 ms a run, then keep the best of 200: a run that shared its
   // core with something else only ever looks slower. Runs shorter than a scheduler
   // time slice, as the suites' best-of-many timings of short calls are: on the 2-core
@@ -172,13 +193,13 @@ double measure_fma(int threads, bool f64) {
   double secs = 0, fastest = 0;
   int64_t iters = 1 << 16;
   for (int r = 0; r < 8; ++r) {
-    run_fma(1, iters, f64, &secs);
+    run_fma(1, iters, f64, &secs, loop);
     if (r == 0 || secs < fastest) fastest = secs;
   }
   if (fastest > 0) iters = int64_t(double(iters) * 0.001 / fastest) + 1;
   double best = 0;
   for (int r = 0; r < 200; ++r) {
-    const double flops = run_fma(threads, iters, f64, &secs);
+    const double flops = run_fma(threads, iters, f64, &secs, loop);
     if (secs > 0 && flops / secs > best) best = flops / secs;
   }
   return best * 1e-9;
@@ -237,6 +258,17 @@ double measured_fma_peak_gflops(int threads, bool float64) {
                                       [](const std::pair<int, bool>& k) {
                                         return measure_fma(k.first, k.second);
                                       });
+}
+
+double measured_bf16_peak_gflops(int threads) {
+#if defined(__x86_64__)
+  if (cpu::cpu_isa() >= cpu::Isa::avx512_bf16) {
+    static std::map<int, double> cache;
+    return cached<int>(cache, threads < 1 ? 1 : threads,
+                       [](const int& t) { return measure_fma(t, false, dot_bf16_loop); });
+  }
+#endif
+  return measured_fma_peak_gflops(threads, false);
 }
 
 double measured_copy_bandwidth_gbs(int threads) {

@@ -10,6 +10,11 @@ namespace ember::bench {
 // has (AVX-512, AVX2 or 16-byte vectors, chosen at run time).
 double measured_fma_peak_gflops(int threads, bool float64 = false);
 
+// Peak bfloat16 multiply-add throughput in GFLOP/s: vdpbf16ps chains where the CPU
+// has AVX512_BF16 (two multiply-adds per lane per instruction), else the float32 FMA
+// peak, which is what the bfloat16 GEMM's widening path runs on.
+double measured_bf16_peak_gflops(int threads);
+
 // Memory copy bandwidth in GB/s, counting bytes read plus bytes written: 64 MiB
 // copied by `threads` OpenMP threads, best of several runs.
 double measured_copy_bandwidth_gbs(int threads);

@@ -3,10 +3,16 @@
 // measured FMA peak. Each case is checked against the peer (or, without one,
 // against float64 sums) before it is timed; the two are timed in alternating
 // rounds, best call of all rounds.
+//
+// Then bfloat16: Ember's matmul of two bfloat16 tensors (cpu::gemm_bf16, then one
+// rounding to bfloat16) against PyTorch's torch.matmul in bfloat16
+// (bench/peers/torch_matmul.py, oneDNN), and against Ember's own float32 matmul in
+// alternating rounds, with the measured vdpbf16ps peak as the floor.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,6 +21,8 @@
 #include "bench/harness.h"
 #include "bench/openblas_peer.h"
 #include "bench/sampled_error.h"
+#include "bench/torch_peer.h"
+#include "ember.h"
 #include "kernels/cpu/gemm.h"
 
 namespace ember::bench {
@@ -103,6 +111,68 @@ void run_case(const Case& cs, const Options& opt, const OpenBlas* peer, Report& 
   report.add(std::move(r));
 }
 
+// bfloat16 matmul at size n: checked against float64 sums of the same bfloat16
+// values, then timed against Ember's float32 matmul; `torch_gflops` is PyTorch's
+// figure for the same size (0 when there is no peer).
+void run_bf16_case(int n, const Options& opt, double torch_gflops, const std::string& peer_note,
+                   Report& report) {
+  manual_seed(uint64_t(n));
+  const Tensor a32 = rand({n, n}) * 2 - 1, b32 = rand({n, n}) * 2 - 1;
+  const Tensor a = a32.to(kBFloat16), b = b32.to(kBFloat16);
+  const std::string name = "bf16 n=" + std::to_string(n);
+  {
+    // The reference multiplies the bfloat16 values themselves, widened exactly.
+    const Tensor aw = a.to(kFloat32).contiguous(), bw = b.to(kFloat32).contiguous();
+    const Tensor c = matmul(a, b).to(kFloat32).contiguous();
+    const double err = sampled_rel_err<float>(n, aw.data_ptr<float>(), bw.data_ptr<float>(), c.data_ptr<float>(),
+                                              false);
+    // One bfloat16 rounding of the result (2^-9 relative) dominates.
+    const double tol = 4e-3;
+    std::printf("  check %-16s max rel. error vs float64 (256 samples): %.2e%s\n", name.c_str(), err,
+                err <= tol ? "" : "  <-- too large");
+    if (!(err <= tol)) report.fail("gemm " + name + ": result differs from float64");
+  }
+  const double flops = 2.0 * n * double(n) * n;
+  const std::vector<Timing> t =
+      measure_alternating({[&] { Tensor c = matmul(a, b); }, [&] { Tensor c = matmul(a32, b32); }});
+  const double bf16 = flops / t[0].best_s * 1e-9, f32 = flops / t[1].best_s * 1e-9;
+  const double floor = measured_bf16_peak_gflops(opt.threads);
+  Record r;
+  r.suite = "gemm";
+  r.case_name = name;
+  r.unit = "GFLOP/s";
+  r.ember = bf16;
+  r.peer_name = torch_gflops > 0 ? "pytorch" : "pytorch (" + peer_note + ")";
+  r.peer = torch_gflops;
+  r.floor = floor;
+  report.add(r);
+  r.case_name = name + " vs ember f32";
+  r.peer_name = "ember f32";
+  r.peer = f32;
+  report.add(std::move(r));
+}
+
+void bf16_cases(const Options& opt, Report& report) {
+  const std::string kernel = cpu::gemm_bf16_kernel_name();
+  std::printf("gemm: bfloat16 kernel %s; floor: %s\n", kernel.c_str(),
+              kernel == "avx512_bf16" ? "vdpbf16ps peak" : "float32 FMA peak");
+  const std::vector<int> sizes = {512, 1024};
+  std::string why;
+  std::optional<nlohmann::json> peer;
+  if (torch_peer_available(&why)) {
+    peer = run_torch_peer({"--sizes", "512,1024", "--dtypes", "bfloat16"}, opt.threads, &why, "torch_matmul.py");
+    if (peer)
+      std::printf("gemm: bfloat16 peer pytorch %s torch.matmul, %s\n", (*peer)["torch"].get<std::string>().c_str(),
+                  torch_peer_environment(opt.threads).c_str());
+  }
+  if (!peer) std::printf("gemm: bfloat16 peer: none (%s)\n", why.c_str());
+  for (int n : sizes) {
+    double torch_gflops = 0;
+    if (peer) torch_gflops = (*peer)["gflops"]["bfloat16"][std::to_string(n)].get<double>();
+    run_bf16_case(n, opt, torch_gflops, peer ? "" : "absent", report);
+  }
+}
+
 void gemm_suite(const Options& opt, Report& report) {
   if (opt.device != "cpu") {
     std::printf("gemm: no %s kernels yet, skipped\n", opt.device.c_str());
@@ -125,6 +195,7 @@ void gemm_suite(const Options& opt, Report& report) {
     else
       run_case<float>(c, opt, peer, report);
   }
+  bf16_cases(opt, report);
 }
 
 }  // namespace

@@ -73,8 +73,8 @@ EMBER_C_API int ember_version_patch(void);
 /* One line naming what this build has and what the CPU kernels use now, always in
  * this form and order:
  *   "cuda=off cudnn=off nccl=off mpi=off cpu_kernels=avx2"
- * (each backend "on" or "off"; cpu_kernels is "generic", "avx2", "avx512" or
- * "avx512_vnni", the instruction set chosen at run time). The string belongs to
+ * (each backend "on" or "off"; cpu_kernels is "generic", "avx2", "avx512",
+ * "avx512_vnni" or "avx512_bf16", the instruction set chosen at run time). The string belongs to
  * the calling thread and stays valid until its next call of this function. */
 EMBER_C_API const char* ember_build_config(void);
 

@@ -66,9 +66,18 @@ void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
       cpu::gemm_batched(B, m, n, k, 1.0, a.data_ptr<double>(), as[0], as[1], as[2], b.data_ptr<double>(), bs[0],
                         bs[1], bs[2], 0.0, out.data_ptr<double>(), cs[0], cs[1], cs[2]);
       return;
-    case DType::Float16:
     case DType::BFloat16: {
-      // Half inputs compute in float32 (the CPU has no half FMA) and round once on store.
+      // Products of bfloat16 pairs summed in float32 (vdpbf16ps where the CPU has
+      // it, see cpu::gemm_bf16), rounded once to bfloat16 on store.
+      Tensor o32 = empty(out.shape(), {kFloat32, kCPU});
+      cpu::gemm_bf16_batched(B, m, n, k, 1.0f, a.data_ptr<BFloat16>(), as[0], as[1], as[2], b.data_ptr<BFloat16>(),
+                             bs[0], bs[1], bs[2], 0.0f, o32.data_ptr<float>(), m * n, n, 1);
+      out.copy_(o32);
+      return;
+    }
+    case DType::Float16: {
+      // float16 computes in float32 (the CPU has no float16 FMA) and rounds once on
+      // store. The bfloat16 kernel would lose 3 of float16's 11 significant bits.
       Tensor a32 = a.to(kFloat32), b32 = b.to(kFloat32);
       Tensor o32 = empty(out.shape(), {kFloat32, kCPU});
       batched_gemm(a32, b32, o32);

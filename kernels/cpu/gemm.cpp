@@ -174,19 +174,28 @@ long cache_bytes(int name, long fallback) {
 
 // KC keeps an A micro-panel (MR x KC) in half of L1, next to the B panels streaming
 // past it; MC keeps a packed A block in half of L2; NC bounds the shared B block
-// (KC x NC, a few MiB) so that it stays in L3. KC is a multiple of 16 so packing
-// runs whole transposes.
-template <class T>
-Blocking blocking_for(const GemmKernel<T>& K) {
+// (KC x NC, a few MiB) so that it stays in L3. KC is a multiple of 16 packed
+// elements so packing runs whole transposes; it is counted in k (kpair values of k
+// per packed element).
+template <class K>
+Blocking blocking_for(const K& kern) {
+  using P = typename K::packed_type;
   static const long l1 = cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
   static const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 512 << 10);
   Blocking b;
-  b.kc = (l1 / 2) / (K.mr * int64_t(sizeof(T)));
-  b.kc = b.kc < 128 ? 128 : (b.kc > 512 ? 512 : b.kc & ~int64_t(15));
-  b.mc = (l2 / 2) / (b.kc * int64_t(sizeof(T))) / K.mr * K.mr;
-  if (b.mc < K.mr) b.mc = K.mr;
-  b.nc = (4096 / K.nr) * K.nr;
+  int64_t kcp = (l1 / 2) / (kern.mr * int64_t(sizeof(P)));
+  kcp = kcp < 128 ? 128 : (kcp > 512 ? 512 : kcp & ~int64_t(15));
+  b.kc = kcp * kern.kpair;
+  b.mc = (l2 / 2) / (kcp * int64_t(sizeof(P))) / kern.mr * kern.mr;
+  if (b.mc < kern.mr) b.mc = kern.mr;
+  b.nc = (4096 / kern.nr) * kern.nr;
   return b;
+}
+
+// Packed elements of a panel row of depth kc.
+template <class K>
+int64_t packed_depth(const K& kern, int64_t kc) {
+  return cdiv(kc, kern.kpair);
 }
 
 // C = beta * C, the whole product when k == 0 or alpha == 0. beta == 0 writes zeros
@@ -238,12 +247,13 @@ struct Plan {
   int64_t a_elems = 0;
 };
 
-template <class T>
-Plan make_plan(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, int nt) {
+template <class K>
+Plan make_plan(const K& kern, const Blocking& bl, const Problem& p, int nt) {
+  using P = typename K::packed_type;
   Plan pl;
   pl.nt = nt;
   if (nt > 1) {
-    const auto [tm, tn] = thread_grid(nt, p.m, p.n, K.mr, K.nr);
+    const auto [tm, tn] = thread_grid(nt, p.m, p.n, kern.mr, kern.nr);
     pl.tm = tm;
     pl.tn = tn;
   }
@@ -251,19 +261,19 @@ Plan make_plan(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, int
   // That pays only when B is big; a small B is cheaper packed by every thread for
   // itself, and with columns split among threads nothing is packed twice anyway.
   static const long l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 512 << 10);
-  pl.shared_b = pl.tm > 1 &&
-                double(p.k) * double(cdiv(p.n, pl.tn)) * double(sizeof(T)) > double(l2 / 4);
-  const int64_t kc = std::min(bl.kc, p.k);
-  const int64_t panels = cdiv(std::min(bl.nc, p.n), K.nr);  // per NC block
+  pl.shared_b = pl.tm > 1 && double(packed_depth(kern, p.k)) * double(cdiv(p.n, pl.tn)) *
+                                  double(sizeof(P)) > double(l2 / 4);
+  const int64_t kcp = packed_depth(kern, std::min(bl.kc, p.k));
+  const int64_t panels = cdiv(std::min(bl.nc, p.n), kern.nr);  // per NC block
   // B panels are read with aligned vector loads, so every buffer starts on a cache
   // line; page-sized slices keep threads off each other's lines.
-  const int64_t line = 64 / int64_t(sizeof(T)), page = 4096 / int64_t(sizeof(T));
-  pl.a_elems = cdiv(bl.mc * kc, line) * line;
+  const int64_t line = 64 / int64_t(sizeof(P)), page = 4096 / int64_t(sizeof(P));
+  pl.a_elems = cdiv(bl.mc * kcp, line) * line;
   int64_t slice = pl.a_elems;
   if (pl.shared_b)
-    pl.shared_elems = cdiv(panels * K.nr * kc, line) * line;
+    pl.shared_elems = cdiv(panels * kern.nr * kcp, line) * line;
   else
-    slice += (cdiv(panels, pl.tn) + 1) * K.nr * kc;
+    slice += (cdiv(panels, pl.tn) + 1) * kern.nr * kcp;
   pl.slice_elems = cdiv(slice, page) * page;
   return pl;
 }
@@ -273,16 +283,17 @@ Plan make_plan(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, int
 // pack slices of each B block into `shared`, which holds two blocks used in turn:
 // the one barrier after packing also proves that nobody still reads the block
 // packed two rounds earlier. Otherwise each thread packs its own panels.
-template <class T>
-void run_share(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, const Plan& pl,
-               int tid, T alpha, const T* a, const T* b, T beta, T* c, T* shared, T* slice) {
-  const int64_t mr = K.mr, nr = K.nr;
+template <class K, class In = typename K::in_type, class P = typename K::packed_type,
+          class Out = typename K::out_type>
+void run_share(const K& kern, const Blocking& bl, const Problem& p, const Plan& pl, int tid,
+               Out alpha, const In* a, const In* b, Out beta, Out* c, P* shared, P* slice) {
+  const int64_t mr = kern.mr, nr = kern.nr;
   const int nt = pl.nt, im = tid / pl.tn, in = tid % pl.tn;
   const int64_t tiles_m = cdiv(p.m, mr);
   const int64_t m0 = tiles_m * im / pl.tm * mr;
   const int64_t m1 = std::min(p.m, tiles_m * (im + 1) / pl.tm * mr);
-  T* abuf = slice;
-  T* bpriv = slice + pl.a_elems;
+  P* abuf = slice;
+  P* bpriv = slice + pl.a_elems;
   // Equal row blocks rather than full ones and a sliver: a last block of a few rows
   // would repack A and re-stream all of B for little work.
   const int64_t my_tiles = cdiv(m1 - m0, mr);
@@ -296,45 +307,50 @@ void run_share(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, con
     const int64_t j0 = p0 * nr, j1 = std::min(nc, p1 * nr);
     for (int64_t pc = 0; pc < p.k; pc += bl.kc, ++round) {
       const int64_t kc = std::min(bl.kc, p.k - pc);
-      const T* bp;  // the packed B panels of columns [j0, j1)
+      const int64_t kcp = packed_depth(kern, kc);
+      const P* bp;  // the packed B panels of columns [j0, j1)
       if (pl.shared_b) {
-        T* bs = shared + (round & 1) * pl.shared_elems;
+        P* bs = shared + (round & 1) * pl.shared_elems;
         const int64_t q0 = panels * tid / nt, q1 = panels * (tid + 1) / nt;
         if (q1 > q0)
-          K.pack_b(kc, std::min(nc, q1 * nr) - q0 * nr, b + pc * p.b_rs + (jc + q0 * nr) * p.b_cs,
-                   p.b_rs, p.b_cs, bs + q0 * nr * kc);
+          kern.pack_b(kc, std::min(nc, q1 * nr) - q0 * nr, b + pc * p.b_rs + (jc + q0 * nr) * p.b_cs,
+                      p.b_rs, p.b_cs, bs + q0 * nr * kcp);
 #pragma omp barrier
-        bp = bs + j0 * kc;
+        bp = bs + j0 * kcp;
       } else {
         if (j1 <= j0) continue;
-        K.pack_b(kc, j1 - j0, b + pc * p.b_rs + (jc + j0) * p.b_cs, p.b_rs, p.b_cs, bpriv);
+        kern.pack_b(kc, j1 - j0, b + pc * p.b_rs + (jc + j0) * p.b_cs, p.b_rs, p.b_cs, bpriv);
         bp = bpriv;
       }
       if (j1 <= j0) continue;
-      const T beta_here = pc == 0 ? beta : T(1);
+      const Out beta_here = pc == 0 ? beta : Out(1);
       for (int64_t ic = m0; ic < m1; ic += mc_even) {
         const int64_t mc = std::min(mc_even, m1 - ic);
-        K.pack_a(mc, kc, a + ic * p.a_rs + pc * p.a_cs, p.a_rs, p.a_cs, abuf);
-        K.macro(mc, j1 - j0, kc, abuf, bp, alpha, beta_here,
-                c + ic * p.c_rs + (jc + j0) * p.c_cs, p.c_rs, p.c_cs);
+        kern.pack_a(mc, kc, a + ic * p.a_rs + pc * p.a_cs, p.a_rs, p.a_cs, abuf);
+        kern.macro(mc, j1 - j0, kc, abuf, bp, alpha, beta_here,
+                   c + ic * p.c_rs + (jc + j0) * p.c_cs, p.c_rs, p.c_cs);
       }
     }
   }
 }
 
-template <class T>
-void run_serial(const GemmKernel<T>& K, const Blocking& bl, const Problem& p, T alpha,
-                const T* a, const T* b, T beta, T* c) {
-  const Plan pl = make_plan(K, bl, p, 1);
-  T* ws = static_cast<T*>(workspace.get(sizeof(T) * size_t(pl.slice_elems)));
-  run_share(K, bl, p, pl, 0, alpha, a, b, beta, c, static_cast<T*>(nullptr), ws);
+template <class K, class In = typename K::in_type, class P = typename K::packed_type,
+          class Out = typename K::out_type>
+void run_serial(const K& kern, const Blocking& bl, const Problem& p, Out alpha, const In* a,
+                const In* b, Out beta, Out* c) {
+  const Plan pl = make_plan(kern, bl, p, 1);
+  P* ws = static_cast<P*>(workspace.get(sizeof(P) * size_t(pl.slice_elems)));
+  run_share(kern, bl, p, pl, 0, alpha, a, b, beta, c, static_cast<P*>(nullptr), ws);
 }
 
-template <class T>
-void gemm_impl(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs, int64_t a_cs,
-               const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c, int64_t c_rs, int64_t c_cs) {
+// One product through kernel `kern` (float, double or bfloat16).
+template <class K, class In = typename K::in_type, class P = typename K::packed_type,
+          class Out = typename K::out_type>
+void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const In* a, int64_t a_rs,
+               int64_t a_cs, const In* b, int64_t b_rs, int64_t b_cs, Out beta, Out* c, int64_t c_rs,
+               int64_t c_cs) {
   if (m <= 0 || n <= 0) return;
-  if (k <= 0 || alpha == T(0)) {
+  if (k <= 0 || alpha == Out(0)) {
     scale_c(m, n, beta, c, c_rs, c_cs);
     return;
   }
@@ -347,46 +363,45 @@ void gemm_impl(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_r
     std::swap(a_cs, b_rs);
     std::swap(c_rs, c_cs);
   }
-  const GemmKernel<T>& K = kernel_for<T>();
   // One row of A (a batch-1 Linear): a single pass over B beats packing it, and
   // the product is too small to wake a thread team for.
-  if (m == 1 && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
+  if (kern.row && m == 1 && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
       double(n) * double(k) < 4 * kSerialWork) {
-    K.row(n, k, alpha, a, a_cs, b, b_rs, b_cs, beta, c);
+    kern.row(n, k, alpha, a, a_cs, b, b_rs, b_cs, beta, c);
     return;
   }
-  const Blocking bl = blocking_for(K);
+  const Blocking bl = blocking_for(kern);
   const Problem p{m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs};
 
   int nt = 1;
   if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kSerialWork &&
       team_health.threads_ok()) {
     nt = get_num_threads();
-    const int64_t tiles = cdiv(m, K.mr) * cdiv(n, K.nr);
+    const int64_t tiles = cdiv(m, kern.mr) * cdiv(n, kern.nr);
     if (tiles < nt) nt = int(tiles);
   }
   if (nt <= 1) {
-    run_serial(K, bl, p, alpha, a, b, beta, c);
+    run_serial(kern, bl, p, alpha, a, b, beta, c);
     return;
   }
-  const Plan pl = make_plan(K, bl, p, nt);
-  T* ws = static_cast<T*>(
-      workspace.get(sizeof(T) * size_t(2 * pl.shared_elems + nt * pl.slice_elems)));
-  T* slices = ws + 2 * pl.shared_elems;
+  const Plan pl = make_plan(kern, bl, p, nt);
+  P* ws = static_cast<P*>(
+      workspace.get(sizeof(P) * size_t(2 * pl.shared_elems + nt * pl.slice_elems)));
+  P* slices = ws + 2 * pl.shared_elems;
   run_team(
       nt, double(m) * double(n) * double(k) >= kMeasureCpuWork,
       [&](int tid) {
-        run_share(K, bl, p, pl, tid, alpha, a, b, beta, c, ws, slices + tid * pl.slice_elems);
+        run_share(kern, bl, p, pl, tid, alpha, a, b, beta, c, ws, slices + tid * pl.slice_elems);
       },
       // The caller's workspace may grow here; no other thread is using it.
-      [&] { run_serial(K, bl, p, alpha, a, b, beta, c); });
+      [&] { run_serial(kern, bl, p, alpha, a, b, beta, c); });
 }
 
-template <class T>
-void gemm_batched_impl(int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-                       int64_t a_bs, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_bs,
-                       int64_t b_rs, int64_t b_cs, T beta, T* c, int64_t c_bs, int64_t c_rs,
-                       int64_t c_cs) {
+template <class K, class In = typename K::in_type, class Out = typename K::out_type>
+void gemm_batched_impl(const K& kern, int64_t batch, int64_t m, int64_t n, int64_t k, Out alpha,
+                       const In* a, int64_t a_bs, int64_t a_rs, int64_t a_cs, const In* b,
+                       int64_t b_bs, int64_t b_rs, int64_t b_cs, Out beta, Out* c, int64_t c_bs,
+                       int64_t c_rs, int64_t c_cs) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
   const int nt = omp_in_parallel() ? 1 : get_num_threads();
   const double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));
@@ -402,8 +417,8 @@ void gemm_batched_impl(int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, 
   if (by_batch) {
     auto items = [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i)
-        gemm_impl(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta,
-                  c + i * c_bs, c_rs, c_cs);
+        gemm_impl(kern, m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs,
+                  beta, c + i * c_bs, c_rs, c_cs);
     };
     run_team(
         nt, work * double(batch) >= kMeasureCpuWork,
@@ -412,8 +427,32 @@ void gemm_batched_impl(int64_t batch, int64_t m, int64_t n, int64_t k, T alpha, 
     return;
   }
   for (int64_t i = 0; i < batch; ++i)
-    gemm_impl(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta,
+    gemm_impl(kern, m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta,
               c + i * c_bs, c_rs, c_cs);
+}
+
+// The vdpbf16ps kernel when the avx512_bf16 level is active, else null.
+const GemmKernelBf16* bf16_kernel() {
+  static const GemmKernelBf16* native = gemm_kernel_bf16_avx512();
+  return active_isa() >= Isa::avx512_bf16 ? native : nullptr;
+}
+
+// The bfloat16 product on CPUs without vdpbf16ps: A and B are widened (exactly) into
+// a row-major float32 copy in this thread's buffer, then the float32 GEMM runs.
+// The copy costs m*k + k*n conversions, small next to m*n*k multiply-adds.
+void gemm_bf16_widened(int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
+                       int64_t a_rs, int64_t a_cs, const BFloat16* b, int64_t b_rs, int64_t b_cs,
+                       float beta, float* c, int64_t c_rs, int64_t c_cs) {
+  if (m <= 0 || n <= 0) return;
+  const int64_t kk = std::max<int64_t>(k, 0);
+  thread_local Scratch widened;
+  float* wa = static_cast<float*>(widened.get(sizeof(float) * size_t(m * kk + kk * n + 1)));
+  float* wb = wa + m * kk;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < kk; ++p) wa[i * kk + p] = float(a[i * a_rs + p * a_cs]);
+  for (int64_t p = 0; p < kk; ++p)
+    for (int64_t j = 0; j < n; ++j) wb[p * n + j] = float(b[p * b_rs + j * b_cs]);
+  gemm_impl(kernel_for<float>(), m, n, k, alpha, wa, kk, 1, wb, n, 1, beta, c, c_rs, c_cs);
 }
 
 }  // namespace
@@ -425,29 +464,59 @@ void set_gemm_thread_backoff(bool enabled) { team_health.enable(enabled); }
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_rs,
           int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs, float beta, float* c,
           int64_t c_rs, int64_t c_cs) {
-  gemm_detail::gemm_impl(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs, c_cs);
+  gemm_detail::gemm_impl(gemm_detail::kernel_for<float>(), m, n, k, alpha, a, a_rs, a_cs, b, b_rs,
+                         b_cs, beta, c, c_rs, c_cs);
 }
 
 void gemm(int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t a_rs,
           int64_t a_cs, const double* b, int64_t b_rs, int64_t b_cs, double beta, double* c,
           int64_t c_rs, int64_t c_cs) {
-  gemm_detail::gemm_impl(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs, c_cs);
+  gemm_detail::gemm_impl(gemm_detail::kernel_for<double>(), m, n, k, alpha, a, a_rs, a_cs, b, b_rs,
+                         b_cs, beta, c, c_rs, c_cs);
 }
 
 void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t a_bs, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_bs,
                   int64_t b_rs, int64_t b_cs, float beta, float* c, int64_t c_bs, int64_t c_rs,
                   int64_t c_cs) {
-  gemm_detail::gemm_batched_impl(batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs,
-                                 beta, c, c_bs, c_rs, c_cs);
+  gemm_detail::gemm_batched_impl(gemm_detail::kernel_for<float>(), batch, m, n, k, alpha, a, a_bs,
+                                 a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs);
 }
 
 void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                   int64_t a_bs, int64_t a_rs, int64_t a_cs, const double* b, int64_t b_bs,
                   int64_t b_rs, int64_t b_cs, double beta, double* c, int64_t c_bs, int64_t c_rs,
                   int64_t c_cs) {
-  gemm_detail::gemm_batched_impl(batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs,
-                                 beta, c, c_bs, c_rs, c_cs);
+  gemm_detail::gemm_batched_impl(gemm_detail::kernel_for<double>(), batch, m, n, k, alpha, a, a_bs,
+                                 a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs);
+}
+
+void gemm_bf16(int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a, int64_t a_rs,
+               int64_t a_cs, const BFloat16* b, int64_t b_rs, int64_t b_cs, float beta, float* c,
+               int64_t c_rs, int64_t c_cs) {
+  if (const gemm_detail::GemmKernelBf16* kern = gemm_detail::bf16_kernel())
+    gemm_detail::gemm_impl(*kern, m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs, c_cs);
+  else
+    gemm_detail::gemm_bf16_widened(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs, c_cs);
+}
+
+void gemm_bf16_batched(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
+                       const BFloat16* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                       const BFloat16* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, float beta,
+                       float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs) {
+  if (const gemm_detail::GemmKernelBf16* kern = gemm_detail::bf16_kernel()) {
+    gemm_detail::gemm_batched_impl(*kern, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs,
+                                   b_cs, beta, c, c_bs, c_rs, c_cs);
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    gemm_detail::gemm_bf16_widened(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs,
+                                   b_cs, beta, c + i * c_bs, c_rs, c_cs);
+}
+
+const char* gemm_bf16_kernel_name() {
+  const gemm_detail::GemmKernelBf16* kern = gemm_detail::bf16_kernel();
+  return kern ? kern->name : "widen";
 }
 
 const char* gemm_kernel_name() { return gemm_detail::kernels().f32.name; }

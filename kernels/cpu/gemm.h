@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "kernels/base/half.h"
+
 namespace ember::cpu {
 
 void gemm(int64_t m, int64_t n, int64_t k, float alpha,
@@ -29,6 +31,26 @@ void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
                   const double* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
                   const double* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
                   double* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
+
+// bfloat16 A and B, float32 C: C = alpha * A.B + beta * C, with every product of two
+// bfloat16 values exact in float32 and the sums kept in float32. Where the CPU has
+// AVX512_BF16 (the avx512_bf16 level of isa.h) the vdpbf16ps kernel runs, which, as
+// that instruction defines, reads subnormal bfloat16 inputs (|x| < 2^-126) as zero
+// and flushes subnormal sums to zero. Elsewhere A and B are widened to float32 in a
+// per-thread buffer and the float32 GEMM runs, subnormals kept.
+void gemm_bf16(int64_t m, int64_t n, int64_t k, float alpha,
+               const BFloat16* a, int64_t a_rs, int64_t a_cs,
+               const BFloat16* b, int64_t b_rs, int64_t b_cs, float beta,
+               float* c, int64_t c_rs, int64_t c_cs);
+
+void gemm_bf16_batched(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
+                       const BFloat16* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                       const BFloat16* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, float beta,
+                       float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
+
+// "avx512_bf16" (vdpbf16ps) or "widen" (float32 GEMM on widened copies): what the
+// bfloat16 GEMM runs at the active instruction-set level.
+const char* gemm_bf16_kernel_name();
 
 // Name of the micro-kernel chosen for this CPU at run time ("avx512", "avx2", "generic").
 const char* gemm_kernel_name();

@@ -5,34 +5,54 @@
 
 #include <cstdint>
 
+#include "kernels/base/half.h"
+
 namespace ember::cpu::gemm_detail {
 
-template <class T>
-struct GemmKernel {
+// A kernel reads A and B as In, packs them as Packed and accumulates C as Out. For
+// float and double all three are the same type and one packed element is one value
+// of A or B. The bfloat16 kernel packs pairs: one uint32_t holds the values of two
+// consecutive k (vdpbf16ps multiplies pairs and adds both products), so a packed
+// panel is kpair = 2 times shallower than its depth in k; an odd k is padded with
+// a zero.
+template <class In, class Packed, class Out>
+struct GemmKernelOf {
+  using in_type = In;
+  using packed_type = Packed;
+  using out_type = Out;
+
   const char* name;
   int64_t mr, nr;  // micro-tile: mr rows of A by nr columns of B
+  int64_t kpair;   // values of k per packed element: 1, or 2 for bfloat16 pairs
 
   // Copies an mc x kc block of A (read through its strides) into ceil(mc/mr)
-  // panels; each panel holds, for every p in [0,kc), mr consecutive values
-  // A[i][p]. Rows past mc are zero so the micro-kernel never branches on them.
-  void (*pack_a)(int64_t mc, int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, T* out);
+  // panels; each panel holds, for every packed step p in [0, ceil(kc/kpair)), mr
+  // consecutive packed elements of A's rows. Rows past mc are zero so the
+  // micro-kernel never branches on them.
+  void (*pack_a)(int64_t mc, int64_t kc, const In* a, int64_t a_rs, int64_t a_cs, Packed* out);
 
-  // Copies a kc x nc block of B into ceil(nc/nr) panels of kc rows of nr values,
-  // zero-padding the last panel's missing columns.
-  void (*pack_b)(int64_t kc, int64_t nc, const T* b, int64_t b_rs, int64_t b_cs, T* out);
+  // Copies a kc x nc block of B into ceil(nc/nr) panels of ceil(kc/kpair) rows of nr
+  // packed elements, zero-padding the last panel's missing columns.
+  void (*pack_b)(int64_t kc, int64_t nc, const In* b, int64_t b_rs, int64_t b_cs, Packed* out);
 
   // C[mc x nc] = alpha * Apacked.Bpacked + beta * C over the packed blocks above;
   // beta == 0 writes C without reading it.
-  void (*macro)(int64_t mc, int64_t nc, int64_t kc, const T* pa, const T* pb, T alpha, T beta,
-                T* c, int64_t c_rs, int64_t c_cs);
+  void (*macro)(int64_t mc, int64_t nc, int64_t kc, const Packed* pa, const Packed* pb, Out alpha,
+                Out beta, Out* c, int64_t c_rs, int64_t c_cs);
 
   // One row of A: c[0..n) = alpha * a.B + beta * c, reading B once in its own
   // layout (packing it would cost more than the product: a batch-1 Linear). B must
   // have contiguous rows (b_cs == 1) or contiguous columns (b_rs == 1, with a_cs == 1);
-  // c is contiguous.
-  void (*row)(int64_t n, int64_t k, T alpha, const T* a, int64_t a_cs, const T* b, int64_t b_rs,
-              int64_t b_cs, T beta, T* c);
+  // c is contiguous. Null where the kernel has none (the packed path runs instead).
+  void (*row)(int64_t n, int64_t k, Out alpha, const In* a, int64_t a_cs, const In* b,
+              int64_t b_rs, int64_t b_cs, Out beta, Out* c);
 };
+
+template <class T>
+using GemmKernel = GemmKernelOf<T, T, T>;
+
+// bfloat16 A and B, float32 C (kernels/cpu/gemm_kernel_bf16.cpp).
+using GemmKernelBf16 = GemmKernelOf<BFloat16, uint32_t, float>;
 
 struct GemmKernelSet {
   GemmKernel<float> f32;
@@ -44,6 +64,9 @@ struct GemmKernelSet {
 const GemmKernelSet* gemm_kernels_avx512();
 const GemmKernelSet* gemm_kernels_avx2();
 const GemmKernelSet* gemm_kernels_generic();
+
+// The vdpbf16ps kernel, or nullptr when this build cannot emit the avx512_bf16 level.
+const GemmKernelBf16* gemm_kernel_bf16_avx512();
 
 // Turns off (or back on) the fallback to one thread that gemm takes for a while
 // after a thread team failed to run together (see TeamHealth in gemm.cpp), so that

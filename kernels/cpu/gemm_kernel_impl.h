@@ -303,7 +303,7 @@ struct GemmImpl {
   }
 
   static constexpr GemmKernel<T> table(const char* name) {
-    return GemmKernel<T>{name, MR, NR, &pack_a, &pack_b, &macro, &row};
+    return GemmKernel<T>{name, MR, NR, 1, &pack_a, &pack_b, &macro, &row};
   }
 };
 

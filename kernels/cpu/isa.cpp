@@ -18,6 +18,13 @@ bool has_f16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
+
+// AVX512_BF16 from CPUID leaf 7, sub-leaf 1, EAX bit 5: older compilers' cpu-model
+// tables do not all know the name either.
+bool has_avx512_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
+}
 #endif
 
 bool runs(Isa isa) {
@@ -31,6 +38,7 @@ bool runs(Isa isa) {
     case Isa::avx2: return avx2;
     case Isa::avx512: return avx512;
     case Isa::avx512_vnni: return avx512 && __builtin_cpu_supports("avx512vnni");
+    case Isa::avx512_bf16: return avx512 && __builtin_cpu_supports("avx512vnni") && has_avx512_bf16();
   }
   return false;
 #else
@@ -54,6 +62,7 @@ const char* isa_name(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
     case Isa::avx512_vnni: return "avx512_vnni";
+    case Isa::avx512_bf16: return "avx512_bf16";
   }
   return "?";
 }

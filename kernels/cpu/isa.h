@@ -19,10 +19,14 @@
 
 // The compile targets. avx2 is the core of x86-64-v3 (AVX2, FMA, F16C); avx512 adds
 // the F/VL/BW/DQ subsets every AVX-512 CPU since Skylake-X has; avx512_vnni adds
-// vpdpbusd (the int8 GEMM). Each level includes the ones below it.
+// vpdpbusd (the int8 GEMM); avx512_bf16 adds vdpbf16ps (the bfloat16 GEMM; every CPU
+// with it has VNNI too: Cooper Lake, Sapphire Rapids, Zen 4 and later). Each level
+// includes the ones below it.
 #define EMBER_TARGET_AVX2 "avx2,fma,f16c"
 #define EMBER_TARGET_AVX512 "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq"
 #define EMBER_TARGET_AVX512_VNNI "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"
+#define EMBER_TARGET_AVX512_BF16 \
+  "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx512bf16"
 
 // Everything between EMBER_ISA_BEGIN(features) and EMBER_ISA_END is compiled for the
 // features, templates included. GCC 12 reports AVX-512 intrinsics that seed their
@@ -46,10 +50,10 @@
 namespace ember::cpu {
 
 // Ordered: each level runs everything the ones before it run.
-enum class Isa : int { generic, avx2, avx512, avx512_vnni };
-inline constexpr int kIsaCount = 4;
+enum class Isa : int { generic, avx2, avx512, avx512_vnni, avx512_bf16 };
+inline constexpr int kIsaCount = 5;
 
-// "generic", "avx2", "avx512", "avx512_vnni".
+// "generic", "avx2", "avx512", "avx512_vnni", "avx512_bf16".
 const char* isa_name(Isa isa);
 
 // The widest level this CPU runs (checked once with CPUID).
@@ -64,19 +68,21 @@ extern Isa active;
 inline Isa active_isa() { return isa_detail::active; }
 
 // Makes every later kernel call use tables of at most the named level ("generic",
-// "avx2", "avx512", "avx512_vnni", or "auto" for cpu_isa()), so that tests and
+// "avx2", "avx512", "avx512_vnni", "avx512_bf16", or "auto" for cpu_isa()), so that tests and
 // benchmarks cover each variant on one machine. Returns false, changing nothing,
 // for an unknown name or a level this CPU cannot run. Not thread-safe: call it while
 // no kernel runs.
 bool set_isa(const char* name);
 
 // One kernel family's tables, given by level; null where the family has no code for
-// that level (or this build cannot emit it). The generic table is never null.
+// that level (or this build cannot emit it). The generic table is never null. Most
+// families stop at a lower level; the last argument is for the one that does not.
 template <class Table>
 class PerIsa {
  public:
-  PerIsa(const Table* generic, const Table* avx2, const Table* avx512, const Table* avx512_vnni) {
-    const Table* given[kIsaCount] = {generic, avx2, avx512, avx512_vnni};
+  PerIsa(const Table* generic, const Table* avx2, const Table* avx512, const Table* avx512_vnni,
+         const Table* avx512_bf16 = nullptr) {
+    const Table* given[kIsaCount] = {generic, avx2, avx512, avx512_vnni, avx512_bf16};
     const Table* widest = generic;
     for (int i = 0; i < kIsaCount; ++i) resolved_[i] = widest = given[i] ? given[i] : widest;
   }

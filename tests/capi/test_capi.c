@@ -127,7 +127,7 @@ static void test_version_and_build(void) {
   CHECK(strncmp(config, expected, strlen(expected)) == 0);
   isa = config + strlen(expected);
   CHECK(strcmp(isa, "generic") == 0 || strcmp(isa, "avx2") == 0 || strcmp(isa, "avx512") == 0 ||
-        strcmp(isa, "avx512_vnni") == 0);
+        strcmp(isa, "avx512_vnni") == 0 || strcmp(isa, "avx512_bf16") == 0);
   CHECK(strchr(config, '\n') == NULL);
 #if defined(__x86_64__)
   /* Run-time choice: the widest level whose features the CPU lists (Linux's
@@ -144,7 +144,12 @@ static void test_version_and_build(void) {
         int avx2 = HAS("avx2") && HAS("fma") && HAS("f16c");
         int avx512 = avx2 && HAS("avx512f") && HAS("avx512vl") && HAS("avx512bw") && HAS("avx512dq");
         int vnni = avx512 && HAS("avx512_vnni");
-        const char* widest = vnni ? "avx512_vnni" : avx512 ? "avx512" : avx2 ? "avx2" : "generic";
+        int bf16 = vnni && HAS("avx512_bf16");
+        const char* widest = bf16   ? "avx512_bf16"
+                             : vnni ? "avx512_vnni"
+                             : avx512 ? "avx512"
+                             : avx2   ? "avx2"
+                                      : "generic";
         CHECK(strcmp(isa, widest) == 0);
         if (strcmp(isa, widest) != 0) fprintf(stderr, "  cpu_kernels=%s, /proc/cpuinfo says %s\n", isa, widest);
       }

@@ -26,7 +26,7 @@ namespace {
 // The levels this CPU runs, lowest first.
 std::vector<const char*> levels_here() {
   std::vector<const char*> names;
-  for (const char* n : {"generic", "avx2", "avx512", "avx512_vnni"})
+  for (const char* n : {"generic", "avx2", "avx512", "avx512_vnni", "avx512_bf16"})
     if (cpu::set_isa(n)) names.push_back(n);
   cpu::set_isa("auto");
   return names;

@@ -1,0 +1,245 @@
+// The bfloat16 GEMM kernel for CPUs with AVX512_BF16: vdpbf16ps multiplies 16 pairs
+// of bfloat16 values by 16 other pairs and adds both products to 16 float32 sums,
+// twice the multiply-adds of a float32 FMA in one instruction. So A and B are packed
+// as pairs of consecutive k (one uint32_t each, the lower k in the low half), and
+// the 14x32 tile of the float32 kernel keeps its shape: 28 zmm accumulators, two
+// registers of B pairs, one broadcast pair of A. gemm.cpp's driver blocks, threads
+// and calls the packing and macro-kernel below; the file is compiled for the
+// avx512_bf16 level (isa.h) and used only when that level is active.
+#include "kernels/cpu/gemm_kernel.h"
+#include "kernels/cpu/isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+EMBER_ISA_BEGIN(EMBER_TARGET_AVX512_BF16)
+// GCC 12 reports the shuffle intrinsics' self-initialized "undefined" vectors as used
+// uninitialized here too (the PR 105593 of isa.h), in its definite form.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace ember::cpu::gemm_detail {
+namespace {
+
+constexpr int MR = 14;  // rows of A per tile
+constexpr int NR = 32;  // columns of B per tile: two vectors of 16 float32 sums
+
+inline int64_t imin(int64_t x, int64_t y) { return x < y ? x : y; }
+
+// The pair (x[lo], x[hi]) as vdpbf16ps reads it; a missing hi (an odd k) is zero.
+inline uint32_t pair_of(const BFloat16* lo, const BFloat16* hi) {
+  return uint32_t(lo->bits) | (hi ? uint32_t(hi->bits) << 16 : 0u);
+}
+
+// Interleaves the 16-bit lanes of two rows: lanes 0..15 of the result alternate
+// r0[0], r1[0], r0[1], r1[1], ... (lo) and the same for elements 16..31 (hi).
+inline __m512i interleave_lo(__m512i r0, __m512i r1) {
+  const __m512i idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                       39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  return _mm512_permutex2var_epi16(r0, idx, r1);
+}
+inline __m512i interleave_hi(__m512i r0, __m512i r1) {
+  const __m512i idx = _mm512_set_epi16(63, 31, 62, 30, 61, 29, 60, 28, 59, 27, 58, 26, 57, 25, 56, 24,
+                                       55, 23, 54, 22, 53, 21, 52, 20, 51, 19, 50, 18, 49, 17, 48, 16);
+  return _mm512_permutex2var_epi16(r0, idx, r1);
+}
+
+// A 16x16 transpose of bfloat16 pairs (32-bit elements): `rows` rows of 16 pairs at
+// src (rows `ld` bfloat16 values apart, any parity) become 16 rows of `rows` pairs at
+// dst (stride dst_ld pairs). Four rounds of two-source shuffles: 32-bit and 64-bit
+// interleaves inside 128-bit lanes, then two rounds over the 4x4 grid of lanes.
+// Missing rows read as zero and are not stored.
+inline void transpose_pairs(const BFloat16* src, int64_t ld, int rows, uint32_t* dst, int64_t dst_ld) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i)
+    r[i] = i < rows ? _mm512_loadu_ps(reinterpret_cast<const float*>(src + i * ld)) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    r[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  const __mmask16 keep = __mmask16((1u << rows) - 1);
+  float* d = reinterpret_cast<float*>(dst);
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
+    const __m512 v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
+    const __m512 v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+    const __m512 v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
+    _mm512_mask_storeu_ps(d + (0 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v0, v2, 0x88));
+    _mm512_mask_storeu_ps(d + (4 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+    _mm512_mask_storeu_ps(d + (8 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v1, v3, 0x88));
+    _mm512_mask_storeu_ps(d + (12 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+  }
+}
+
+// Packs `count` lines of a matrix into pair-major order: out[p * ld_out + l] = the pair
+// (k = 2p, 2p + 1) of line l, for p in [0, ceil(kc/2)); lines past `count` up to
+// `width` are zero. A line is a row of A or a column of B; `line` and `step` are the
+// strides between lines and between consecutive k. Two layouts have fast paths:
+//   step == 1: each line's pairs are contiguous 32-bit words: 16x16 transposes.
+//   line == 1: each k holds `count` contiguous values: two k interleaved per vector.
+// Anything else (and the odd tails) goes one pair at a time.
+template <int WIDTH>
+void pack_pairs(int64_t count, int64_t kc, const BFloat16* src, int64_t line, int64_t step,
+                uint32_t* out) {
+  const int64_t kp = (kc + 1) / 2, full = kc / 2;
+  int64_t p0 = 0;
+  if (step == 1) {
+    for (; p0 + 16 <= full; p0 += 16) {
+      for (int64_t g = 0; g < count; g += 16)
+        transpose_pairs(src + g * line + 2 * p0, line, int(imin(16, count - g)), out + p0 * WIDTH + g,
+                        WIDTH);
+      for (int64_t p = p0; p < p0 + 16; ++p)
+        for (int64_t l = count; l < WIDTH; ++l) out[p * WIDTH + l] = 0;
+    }
+  } else if (line == 1) {
+    const __mmask32 lanes = count >= 32 ? ~__mmask32(0) : __mmask32((1u << count) - 1);
+    const __mmask16 lo_keep = __mmask16(count >= 16 ? 0xffff : (1u << count) - 1);
+    const __mmask16 hi_keep = __mmask16(count <= 16 ? 0 : count >= 32 ? 0xffff : (1u << (count - 16)) - 1);
+    for (; p0 < full; ++p0) {
+      const __m512i r0 = _mm512_maskz_loadu_epi16(lanes, src + 2 * p0 * step);
+      const __m512i r1 = _mm512_maskz_loadu_epi16(lanes, src + (2 * p0 + 1) * step);
+      uint32_t* o = out + p0 * WIDTH;
+      _mm512_mask_storeu_epi32(o, lo_keep, interleave_lo(r0, r1));
+      if constexpr (WIDTH > 16) _mm512_mask_storeu_epi32(o + 16, hi_keep, interleave_hi(r0, r1));
+      for (int64_t l = count; l < WIDTH; ++l) o[l] = 0;
+    }
+  }
+  for (int64_t p = p0; p < kp; ++p) {
+    uint32_t* o = out + p * WIDTH;
+    const bool has_hi = 2 * p + 1 < kc;
+    for (int64_t l = 0; l < count; ++l) {
+      const BFloat16* x = src + l * line + 2 * p * step;
+      o[l] = pair_of(x, has_hi ? x + step : nullptr);
+    }
+    for (int64_t l = count; l < WIDTH; ++l) o[l] = 0;
+  }
+}
+
+void pack_a(int64_t mc, int64_t kc, const BFloat16* a, int64_t a_rs, int64_t a_cs, uint32_t* out) {
+  const int64_t kp = (kc + 1) / 2;
+  for (int64_t i0 = 0; i0 < mc; i0 += MR, out += MR * kp)
+    pack_pairs<MR>(imin(MR, mc - i0), kc, a + i0 * a_rs, a_rs, a_cs, out);
+}
+
+void pack_b(int64_t kc, int64_t nc, const BFloat16* b, int64_t b_rs, int64_t b_cs, uint32_t* out) {
+  const int64_t kp = (kc + 1) / 2;
+  for (int64_t j0 = 0; j0 < nc; j0 += NR, out += NR * kp)
+    pack_pairs<NR>(imin(NR, nc - j0), kc, b + j0 * b_cs, b_cs, b_rs, out);
+}
+
+inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+}
+
+using TileFn = void (*)(int64_t, const uint32_t*, const uint32_t*, float, float, float*, int64_t,
+                        int64_t, int64_t);
+
+// One ROWS x NR tile of C over kp packed pairs: the accumulators stay in registers
+// for the whole loop; edge tiles with fewer rows get their own instantiation.
+template <int ROWS>
+void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b, float alpha,
+          float beta, float* __restrict c, int64_t c_rs, int64_t c_cs, int64_t nr) {
+  __m512 acc[ROWS][2];
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) {
+    __builtin_prefetch(c + i * c_rs, 1);
+    __builtin_prefetch(c + i * c_rs + (NR - 1) * c_cs, 1);
+  }
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kp; ++p) {
+    const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 16);
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+      const __m512i ai = _mm512_set1_epi32(int(a[i]));
+      acc[i][0] = dot_pairs(acc[i][0], ai, b0);
+      acc[i][1] = dot_pairs(acc[i][1], ai, b1);
+    }
+    a += MR;
+    b += NR;
+  }
+
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  if (c_cs == 1) {
+    const int n0 = nr >= 16 ? 16 : int(nr), n1 = nr >= 32 ? 16 : nr > 16 ? int(nr - 16) : 0;
+    const __mmask16 m0 = __mmask16((1u << n0) - 1), m1 = __mmask16((1u << n1) - 1);
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+      float* ci = c + i * c_rs;
+      __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
+      if (beta != 0.f) {
+        r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
+        r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
+      }
+      _mm512_mask_storeu_ps(ci, m0, r0);
+      _mm512_mask_storeu_ps(ci + 16, m1, r1);
+    }
+    return;
+  }
+  // C without unit column stride goes through a buffer.
+  alignas(64) float buf[ROWS][NR];
+  for (int i = 0; i < ROWS; ++i) {
+    _mm512_store_ps(&buf[i][0], _mm512_mul_ps(va, acc[i][0]));
+    _mm512_store_ps(&buf[i][16], _mm512_mul_ps(va, acc[i][1]));
+  }
+  for (int i = 0; i < ROWS; ++i) {
+    float* ci = c + i * c_rs;
+    for (int64_t j = 0; j < nr; ++j)
+      ci[j * c_cs] = beta == 0.f ? buf[i][j] : buf[i][j] + beta * ci[j * c_cs];
+  }
+}
+
+template <int R>
+constexpr void fill_tiles(TileFn* t) {
+  t[R] = &tile<R>;
+  if constexpr (R > 1) fill_tiles<R - 1>(t);
+}
+
+struct TileTable {
+  TileFn fn[MR + 1] = {};
+  constexpr TileTable() { fill_tiles<MR>(fn); }
+};
+constexpr TileTable kTiles{};
+
+// Same loop order as the float kernels (gemm_kernel_impl.h): an A micro-panel stays
+// in L1 while the block's B panels stream past it.
+void macro(int64_t mc, int64_t nc, int64_t kc, const uint32_t* pa, const uint32_t* pb, float alpha,
+           float beta, float* c, int64_t c_rs, int64_t c_cs) {
+  const int64_t kp = (kc + 1) / 2;
+  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+    const TileFn fn = kTiles.fn[imin(MR, mc - i0)];
+    for (int64_t j0 = 0; j0 < nc; j0 += NR)
+      fn(kp, pa + i0 * kp, pb + j0 * kp, alpha, beta, c + i0 * c_rs + j0 * c_cs, c_rs, c_cs,
+         imin(NR, nc - j0));
+  }
+}
+
+constexpr GemmKernelBf16 kKernel{"avx512_bf16", MR, NR, 2, &pack_a, &pack_b, &macro, nullptr};
+
+}  // namespace
+
+const GemmKernelBf16* gemm_kernel_bf16_avx512() { return &kKernel; }
+
+}  // namespace ember::cpu::gemm_detail
+
+EMBER_ISA_END
+
+#else
+
+namespace ember::cpu::gemm_detail {
+const GemmKernelBf16* gemm_kernel_bf16_avx512() { return nullptr; }
+}  // namespace ember::cpu::gemm_detail
+
+#endif

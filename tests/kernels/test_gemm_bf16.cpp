@@ -1,0 +1,258 @@
+// The bfloat16 GEMM (cpu::gemm_bf16: bfloat16 A and B, float32 C) against a float64
+// triple loop over the same bfloat16 values, for both of its paths: the vdpbf16ps
+// kernel (the avx512_bf16 level, where this CPU has it) and the widening fallback
+// (any lower level). Layouts, odd sizes and depths (a k pair padded with zero),
+// cache blocks, threads, alpha/beta, beta == 0 over NaN, k == 0, batches, NaN
+// propagation and the documented treatment of subnormal inputs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/base/half.h"
+#include "kernels/base/parallel.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_kernel.h"
+#include "kernels/cpu/isa.h"
+
+namespace {
+
+using ember::BFloat16;
+using ember::cpu::gemm_bf16;
+
+enum class Layout { Row, Col, PaddedRow, Strided, BcastRows };
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Row: return "row";
+    case Layout::Col: return "col";
+    case Layout::PaddedRow: return "padded-row";
+    case Layout::Strided: return "strided";
+    case Layout::BcastRows: return "bcast-rows";
+  }
+  return "?";
+}
+
+// A logical rows x cols matrix in a buffer with the layout's strides. Every buffer
+// element is random, padding included, so a read outside the matrix shows up.
+template <class T>
+struct Mat {
+  int64_t rows = 0, cols = 0, rs = 0, cs = 0;
+  std::vector<T> buf;
+  T& at(int64_t i, int64_t j) { return buf[size_t(i * rs + j * cs)]; }
+};
+
+template <class T>
+Mat<T> make(int64_t rows, int64_t cols, Layout l, std::mt19937& g) {
+  Mat<T> x;
+  x.rows = rows;
+  x.cols = cols;
+  switch (l) {
+    case Layout::Row: x.rs = cols; x.cs = 1; break;
+    case Layout::Col: x.rs = 1; x.cs = rows; break;
+    case Layout::PaddedRow: x.rs = cols + 3; x.cs = 1; break;
+    case Layout::Strided: x.rs = 3 * (2 * cols + 1); x.cs = 2; break;
+    case Layout::BcastRows: x.rs = 0; x.cs = 1; break;
+  }
+  int64_t span = 1;
+  if (rows > 0 && cols > 0) span = (rows - 1) * x.rs + (cols - 1) * x.cs + 1;
+  x.buf.resize(size_t(span + 9));
+  std::uniform_real_distribution<float> d(-2.f, 2.f);
+  for (T& v : x.buf) v = T(d(g));
+  return x;
+}
+
+// C_after = alpha A B + beta C_before within float32 summation error, and nothing
+// written outside C.
+void check(int64_t m, int64_t n, int64_t k, float alpha, Mat<BFloat16>& a, Mat<BFloat16>& b,
+           float beta, const Mat<float>& c_before, Mat<float>& c) {
+  std::vector<char> inside(c.buf.size(), 0);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double t = double(float(a.at(i, p))) * double(float(b.at(p, j)));
+        sum += t;
+        mag += std::fabs(t);
+      }
+      double want = double(alpha) * sum;
+      mag *= std::fabs(double(alpha));
+      if (beta != 0.f) {
+        const double c0 = c_before.buf[size_t(i * c.rs + j * c.cs)];
+        want += double(beta) * c0;
+        mag += std::fabs(double(beta) * c0);
+      }
+      const double got = c.at(i, j);
+      const double tol = 2.0 * double(k + 2) * 0x1p-24 * mag + 1e-30;
+      if (!(std::fabs(got - want) <= tol)) {
+        if (bad < 5) UNSCOPED_INFO("C(" << i << "," << j << ") = " << got << ", want " << want);
+        ++bad;
+      }
+      inside[size_t(i * c.rs + j * c.cs)] = 1;
+    }
+  int64_t touched = 0;
+  for (size_t e = 0; e < c.buf.size(); ++e)
+    if (!inside[e] && std::memcmp(&c.buf[e], &c_before.buf[e], sizeof(float)) != 0) ++touched;
+  CHECK(bad == 0);
+  CHECK(touched == 0);
+}
+
+void run_case(int64_t m, int64_t n, int64_t k, float alpha, float beta, Layout la, Layout lb, Layout lc,
+              bool nan_c = false, uint32_t seed = 1) {
+  std::mt19937 g(seed);
+  Mat<BFloat16> a = make<BFloat16>(m, k, la, g), b = make<BFloat16>(k, n, lb, g);
+  Mat<float> c = make<float>(m, n, lc, g);
+  if (nan_c)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c.at(i, j) = std::numeric_limits<float>::quiet_NaN();
+  const Mat<float> c_before = c;
+  INFO("m=" << m << " n=" << n << " k=" << k << " alpha=" << alpha << " beta=" << beta << " A "
+            << layout_name(la) << " B " << layout_name(lb) << " C " << layout_name(lc)
+            << (nan_c ? " C=NaN" : ""));
+  gemm_bf16(m, n, k, alpha, a.buf.data(), a.rs, a.cs, b.buf.data(), b.rs, b.cs, beta, c.buf.data(),
+            c.rs, c.cs);
+  check(m, n, k, alpha, a, b, beta, c_before, c);
+}
+
+// Runs f with each path this CPU can run: the vdpbf16ps kernel at the avx512_bf16
+// level, the widening fallback at the level below it (or at generic).
+template <class F>
+void for_each_path(F&& f) {
+  bool native = false;
+  for (const char* level : {"avx512_bf16", "avx512_vnni", "generic"}) {
+    if (!ember::cpu::set_isa(level)) continue;
+    const std::string name = ember::cpu::gemm_bf16_kernel_name();
+    if (name == "avx512_bf16") {
+      if (native) continue;
+      native = true;
+    }
+    INFO("level " << level << ", bf16 kernel " << name);
+    CHECK(name == (std::string(level) == "avx512_bf16" ? "avx512_bf16" : "widen"));
+    f(name);
+  }
+  ember::cpu::set_isa("auto");
+}
+
+struct ThreadsGuard {
+  int saved = ember::get_num_threads();
+  explicit ThreadsGuard(int n) {
+    ember::set_num_threads(n);
+    ember::cpu::gemm_detail::set_gemm_thread_backoff(false);
+  }
+  ~ThreadsGuard() {
+    ember::cpu::gemm_detail::set_gemm_thread_backoff(true);
+    ember::set_num_threads(saved);
+  }
+};
+
+const Layout kDense[] = {Layout::Row, Layout::Col};
+
+}  // namespace
+
+TEST_CASE("gemm_bf16: the kernel the CPU gets", "[gemm][bf16]") {
+  const bool has = ember::cpu::cpu_isa() >= ember::cpu::Isa::avx512_bf16;
+  CHECK(std::string(ember::cpu::gemm_bf16_kernel_name()) == (has ? "avx512_bf16" : "widen"));
+}
+
+TEST_CASE("gemm_bf16 matches a float64 reference on square and odd sizes", "[gemm][bf16]") {
+  ThreadsGuard threads(2);
+  for_each_path([](const std::string&) {
+    for (int64_t s : {1, 2, 3, 17, 33, 65, 127})
+      for (Layout la : kDense)
+        for (Layout lb : kDense)
+          for (Layout lc : kDense) run_case(s, s, s, 1.5f, 0.5f, la, lb, lc);
+    for (Layout la : kDense)
+      for (Layout lb : kDense) run_case(300, 129, 71, -0.75f, 2.f, la, lb, Layout::Row);
+    // Whole 16-pair transposes and their tails, in both packed operands.
+    run_case(29, 70, 66, 1.f, 0.f, Layout::Row, Layout::Col, Layout::Row);
+    run_case(29, 70, 67, 1.f, 0.f, Layout::Col, Layout::Row, Layout::Row);
+    run_case(300, 129, 71, 1.f, 1.f, Layout::PaddedRow, Layout::PaddedRow, Layout::PaddedRow);
+    run_case(129, 300, 71, 1.f, -1.f, Layout::Strided, Layout::Strided, Layout::Strided);
+    run_case(71, 300, 129, 2.f, 0.f, Layout::Strided, Layout::Col, Layout::PaddedRow);
+    run_case(40, 50, 60, 1.f, 0.f, Layout::BcastRows, Layout::Row, Layout::Row);
+    // A single row of A: the float kernels have a one-pass row path, this one packs.
+    run_case(1, 200, 300, 1.f, 0.f, Layout::Row, Layout::Col, Layout::Row);
+  });
+}
+
+TEST_CASE("gemm_bf16 across cache blocks and thread counts", "[gemm][bf16]") {
+  for_each_path([](const std::string&) {
+    for (int threads : {1, 2, 3}) {
+      ThreadsGuard guard(threads);
+      INFO("threads " << threads);
+      // Depth beyond one KC block (an odd last block), rows beyond one MC block, a
+      // shared packed B, and columns beyond one NC block.
+      run_case(300, 600, 1201, 1.f, 0.25f, Layout::Row, Layout::Row, Layout::Row);
+      run_case(300, 600, 1201, 1.f, 0.f, Layout::Col, Layout::Col, Layout::Col);
+      run_case(30, 4200, 200, 1.f, 1.f, Layout::Row, Layout::Row, Layout::Row);
+    }
+  });
+}
+
+TEST_CASE("gemm_bf16 edge cases: beta == 0 over NaN, k == 0, empty, NaN inputs", "[gemm][bf16]") {
+  ThreadsGuard threads(2);
+  for_each_path([](const std::string&) {
+    run_case(33, 65, 17, 1.f, 0.f, Layout::Row, Layout::Row, Layout::Row, /*nan_c=*/true);
+    run_case(33, 65, 0, 1.f, 0.5f, Layout::Row, Layout::Row, Layout::Row);
+    run_case(33, 65, 0, 1.f, 0.f, Layout::Row, Layout::Row, Layout::Row, /*nan_c=*/true);
+    run_case(0, 65, 17, 1.f, 0.f, Layout::Row, Layout::Row, Layout::Row);
+    run_case(33, 0, 17, 1.f, 0.f, Layout::Row, Layout::Row, Layout::Row);
+    // A NaN in A poisons its row of C; an Inf times a finite number stays Inf.
+    std::vector<BFloat16> a(20 * 30, BFloat16(1.f)), b(30 * 40, BFloat16(0.5f));
+    a[3 * 30 + 7] = BFloat16(std::numeric_limits<float>::quiet_NaN());
+    a[5 * 30 + 2] = BFloat16(std::numeric_limits<float>::infinity());
+    std::vector<float> c(20 * 40, 0.f);
+    gemm_bf16(20, 40, 30, 1.f, a.data(), 30, 1, b.data(), 40, 1, 0.f, c.data(), 40, 1);
+    for (int64_t j = 0; j < 40; ++j) {
+      CHECK(std::isnan(c[size_t(3 * 40 + j)]));
+      CHECK(c[size_t(5 * 40 + j)] == std::numeric_limits<float>::infinity());
+      CHECK(c[size_t(4 * 40 + j)] == 15.f);
+    }
+  });
+}
+
+TEST_CASE("gemm_bf16: subnormal inputs as documented", "[gemm][bf16]") {
+  // 2^-130 is a bfloat16 subnormal; times 2^100 it is 2^-30, a normal float32.
+  // vdpbf16ps reads subnormal inputs as zero; the widening path keeps them.
+  const BFloat16 tiny = BFloat16(0x1p-130f), big = BFloat16(0x1p100f);
+  REQUIRE(float(tiny) == 0x1p-130f);
+  for_each_path([&](const std::string& name) {
+    std::vector<BFloat16> a(4, tiny), b(4, big);
+    float c = -1.f;
+    gemm_bf16(1, 1, 4, 1.f, a.data(), 4, 1, b.data(), 1, 1, 0.f, &c, 1, 1);
+    CHECK(c == (name == "avx512_bf16" ? 0.f : 0x1p-28f));
+  });
+}
+
+TEST_CASE("gemm_bf16_batched matches gemm_bf16 on each matrix", "[gemm][bf16]") {
+  ThreadsGuard threads(2);
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  struct Shape { int64_t batch, m, n, k; bool shared_b; };
+  for_each_path([&](const std::string&) {
+    for (Shape s : {Shape{16, 20, 20, 20, false}, Shape{16, 7, 5, 3, true}, Shape{4, 70, 80, 90, false},
+                    Shape{3, 70, 80, 91, true}}) {
+      INFO("batch " << s.batch << " of " << s.m << "x" << s.n << "x" << s.k << (s.shared_b ? " shared B" : ""));
+      const int64_t a_bs = s.m * s.k, b_bs = s.shared_b ? 0 : s.k * s.n, c_bs = s.m * s.n;
+      std::vector<BFloat16> a(size_t(s.batch * a_bs)), b(size_t(s.shared_b ? s.k * s.n : s.batch * b_bs));
+      std::vector<float> c(size_t(s.batch * c_bs));
+      for (auto& v : a) v = BFloat16(d(g));
+      for (auto& v : b) v = BFloat16(d(g));
+      for (auto& v : c) v = d(g);
+      std::vector<float> want = c;
+      for (int64_t i = 0; i < s.batch; ++i)
+        gemm_bf16(s.m, s.n, s.k, 1.5f, a.data() + i * a_bs, s.k, 1, b.data() + i * b_bs, s.n, 1, -1.f,
+                  want.data() + i * c_bs, s.n, 1);
+      ember::cpu::gemm_bf16_batched(s.batch, s.m, s.n, s.k, 1.5f, a.data(), a_bs, s.k, 1, b.data(), b_bs,
+                                    s.n, 1, -1.f, c.data(), c_bs, s.n, 1);
+      // The same kernel on the same blocks: the same bits.
+      CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+    }
+  });
+}
