@@ -91,6 +91,11 @@ int64_t thread_cpu_ns() {
   return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
+// A one-row product (GemmKernel::row) of this many multiply-adds is split over a
+// team: about 20 us of streaming B on one core, against a microsecond or two to
+// start an awake team.
+constexpr double kRowTeamWork = 128.0 * 1024;
+
 // A product of this many multiply-adds takes a hundred microseconds or more on a
 // team, enough that reading each thread's CPU clock (a system call) costs <1%.
 constexpr double kMeasureCpuWork = 32.0 * 1024 * 1024;
@@ -363,11 +368,29 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
     std::swap(a_cs, b_rs);
     std::swap(c_rs, c_cs);
   }
-  // One row of A (a batch-1 Linear): a single pass over B beats packing it, and
-  // the product is too small to wake a thread team for.
+  // One row of A (a batch-1 Linear): a single pass over B beats packing it. That
+  // pass streams B from cache at one load per multiply-add, so its speed is the
+  // cache's bandwidth; from kRowTeamWork multiply-adds B's columns are split over a
+  // team, and each core streams its share from its own L2 (where it stays between
+  // calls).
   if (kern.row && m == 1 && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
       double(n) * double(k) < 4 * kSerialWork) {
-    kern.row(n, k, alpha, a, a_cs, b, b_rs, b_cs, beta, c);
+    int nt = 1;
+    if (!omp_in_parallel() && double(n) * double(k) >= kRowTeamWork && team_health.threads_ok())
+      nt = int(std::min<int64_t>(get_num_threads(), n / 64));
+    if (nt <= 1) {
+      kern.row(n, k, alpha, a, a_cs, b, b_rs, b_cs, beta, c);
+      return;
+    }
+    // Column ranges start on whole vectors (multiples of 16).
+    auto cols = [&](int tid) { return tid == nt ? n : (n * tid / nt) & ~int64_t(15); };
+    run_team(
+        nt, false,
+        [&](int tid) {
+          const int64_t j0 = cols(tid), j1 = cols(tid + 1);
+          kern.row(j1 - j0, k, alpha, a, a_cs, b + j0 * b_cs, b_rs, b_cs, beta, c + j0);
+        },
+        [&] { kern.row(n, k, alpha, a, a_cs, b, b_rs, b_cs, beta, c); });
     return;
   }
   const Blocking bl = blocking_for(kern);

@@ -268,30 +268,33 @@ struct GemmImpl {
       }
       return;
     }
-    // b_rs == 1 and a_cs == 1: column j of B is b + j * b_cs, contiguous.
+    // b_rs == 1 and a_cs == 1: column j of B is b + j * b_cs, contiguous. Eight
+    // columns at a time: eight independent FMA chains keep both FMA pipes busy
+    // through the 4-cycle latency, where four left half the loads unissued.
+    constexpr int kCols = 8;
     const int64_t kv = k - k % W;
     int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-      const T* c0 = b + j * b_cs;
-      const T* c1 = c0 + b_cs;
-      const T* c2 = c1 + b_cs;
-      const T* c3 = c2 + b_cs;
-      V acc0 = Ops::zero(), acc1 = Ops::zero(), acc2 = Ops::zero(), acc3 = Ops::zero();
+    for (; j + kCols <= n; j += kCols) {
+      const T* col[kCols];
+      V acc[kCols];
+#pragma GCC unroll 8
+      for (int v = 0; v < kCols; ++v) {
+        col[v] = b + (j + v) * b_cs;
+        acc[v] = Ops::zero();
+      }
       for (int64_t p = 0; p < kv; p += W) {
         const V av = Ops::loadu(a + p);
-        acc0 = Ops::fma(av, Ops::loadu(c0 + p), acc0);
-        acc1 = Ops::fma(av, Ops::loadu(c1 + p), acc1);
-        acc2 = Ops::fma(av, Ops::loadu(c2 + p), acc2);
-        acc3 = Ops::fma(av, Ops::loadu(c3 + p), acc3);
+#pragma GCC unroll 8
+        for (int v = 0; v < kCols; ++v) acc[v] = Ops::fma(av, Ops::loadu(col[v] + p), acc[v]);
       }
-      const V accs[4] = {acc0, acc1, acc2, acc3};
-      const T* cols[4] = {c0, c1, c2, c3};
-      for (int v = 0; v < 4; ++v) {
-        Ops::storeu(lanes, accs[v]);
-        T acc = T(0);
-        for (int l = 0; l < W; ++l) acc += lanes[l];
-        for (int64_t p = kv; p < k; ++p) acc += a[p] * cols[v][p];
-        finish(c + j + v, acc, alpha, beta);
+      for (int v = 0; v < kCols; ++v) {
+        Ops::storeu(lanes, acc[v]);
+        // Pairwise, so the W lanes add in log2(W) dependent steps, not W.
+        for (int w = W / 2; w >= 1; w /= 2)
+          for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+        T acc1 = lanes[0];
+        for (int64_t p = kv; p < k; ++p) acc1 += a[p] * col[v][p];
+        finish(c + j + v, acc1, alpha, beta);
       }
     }
     for (; j < n; ++j) {

@@ -201,8 +201,9 @@ TEMPLATE_TEST_CASE("gemm matches a float64 reference on square and odd sizes", "
 TEMPLATE_TEST_CASE("gemm with one row of A (the one-pass row kernel) matches a float64 reference",
                    "[gemm]", float, double) {
   using T = TestType;
+  ThreadsGuard threads(2);
   for_each_kernel([] {
-    // n and k around the kernels' vector widths (4 vectors of columns, 4 columns
+    // n and k around the kernels' vector widths (4 vectors of columns, 8 columns
     // at a time, k in whole vectors plus a tail), every B layout the row kernel
     // takes and the strided ones it hands to the blocked path, beta 0 over NaN.
     for (int64_t n : {1, 3, 4, 5, 31, 64, 65, 130})
@@ -214,6 +215,9 @@ TEMPLATE_TEST_CASE("gemm with one row of A (the one-pass row kernel) matches a f
           }
     run_case<T>(1, 256, 784, T(1), T(0), Layout::Row, Layout::Col, Layout::Row);  // a batch-1 Linear
     run_case<T>(1, 256, 784, T(1), T(1), Layout::Row, Layout::Row, Layout::Row);
+    // Columns split over the team at a multiple of 16, the last range ragged.
+    run_case<T>(1, 1001, 200, T(1), T(0.5), Layout::Row, Layout::Col, Layout::Row);
+    run_case<T>(1, 1001, 200, T(2), T(0), Layout::Row, Layout::Row, Layout::Row, true);
   });
 }
 
