@@ -91,7 +91,13 @@ int64_t thread_cpu_ns() {
   return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-// A one-row product (GemmKernel::row) of this many multiply-adds is split over a
+// Up to this many rows of A go through GemmKernel::rows instead of packing B. On the
+// Zen 5 development machine (AVX-512, 1 thread, n = 256, k = 784, B the transposed
+// weight of a Linear), median us by rows, packed -> few-rows: m = 2: 33 -> 14,
+// m = 4: 34 -> 14, m = 8: 42 -> 27, m = 14: 51 -> 54 (packing wins from there).
+constexpr int64_t kFewRows = 8;
+
+// A few-rows product (GemmKernel::rows) with this many multiply-adds per row is split over a
 // team: about 20 us of streaming B on one core, against a microsecond or two to
 // start an awake team.
 constexpr double kRowTeamWork = 128.0 * 1024;
@@ -368,18 +374,19 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
     std::swap(a_cs, b_rs);
     std::swap(c_rs, c_cs);
   }
-  // One row of A (a batch-1 Linear): a single pass over B beats packing it. That
-  // pass streams B from cache at one load per multiply-add, so its speed is the
-  // cache's bandwidth; from kRowTeamWork multiply-adds B's columns are split over a
-  // team, and each core streams its share from its own L2 (where it stays between
-  // calls).
-  if (kern.row && m == 1 && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
+  // A few rows of A (a batch-1 or small-batch Linear): passes over B in its own
+  // layout beat packing it (see kFewRows). Each pass streams B from cache at about
+  // one load per multiply-add (per row of the pass), so the cache's bandwidth sets
+  // its speed; from kRowTeamWork multiply-adds per row B's columns are split over a
+  // team, and each core streams its share from its own L2, where it stays between
+  // calls.
+  if (kern.rows && m <= kFewRows && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
       double(n) * double(k) < 4 * kSerialWork) {
     int nt = 1;
     if (!omp_in_parallel() && double(n) * double(k) >= kRowTeamWork && team_health.threads_ok())
       nt = int(std::min<int64_t>(get_num_threads(), n / 64));
     if (nt <= 1) {
-      kern.row(n, k, alpha, a, a_cs, b, b_rs, b_cs, beta, c);
+      kern.rows(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
       return;
     }
     // Column ranges start on whole vectors (multiples of 16).
@@ -388,9 +395,9 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
         nt, false,
         [&](int tid) {
           const int64_t j0 = cols(tid), j1 = cols(tid + 1);
-          kern.row(j1 - j0, k, alpha, a, a_cs, b + j0 * b_cs, b_rs, b_cs, beta, c + j0);
+          kern.rows(m, j1 - j0, k, alpha, a, a_rs, a_cs, b + j0 * b_cs, b_rs, b_cs, beta, c + j0, c_rs);
         },
-        [&] { kern.row(n, k, alpha, a, a_cs, b, b_rs, b_cs, beta, c); });
+        [&] { kern.rows(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs); });
     return;
   }
   const Blocking bl = blocking_for(kern);

@@ -40,12 +40,13 @@ struct GemmKernelOf {
   void (*macro)(int64_t mc, int64_t nc, int64_t kc, const Packed* pa, const Packed* pb, Out alpha,
                 Out beta, Out* c, int64_t c_rs, int64_t c_cs);
 
-  // One row of A: c[0..n) = alpha * a.B + beta * c, reading B once in its own
-  // layout (packing it would cost more than the product: a batch-1 Linear). B must
-  // have contiguous rows (b_cs == 1) or contiguous columns (b_rs == 1, with a_cs == 1);
-  // c is contiguous. Null where the kernel has none (the packed path runs instead).
-  void (*row)(int64_t n, int64_t k, Out alpha, const In* a, int64_t a_cs, const In* b,
-              int64_t b_rs, int64_t b_cs, Out beta, Out* c);
+  // A few rows of A (m up to a handful): C = alpha * A.B + beta * C, reading B in
+  // its own layout, once per few rows (packing it would cost more than the product:
+  // a batch-1 or small-batch Linear). B must have contiguous rows (b_cs == 1) or
+  // contiguous columns (b_rs == 1, with a_cs == 1); C's rows are contiguous. Null
+  // where the kernel has none (the packed path runs instead).
+  void (*rows)(int64_t m, int64_t n, int64_t k, Out alpha, const In* a, int64_t a_rs, int64_t a_cs,
+               const In* b, int64_t b_rs, int64_t b_cs, Out beta, Out* c, int64_t c_rs);
 };
 
 template <class T>

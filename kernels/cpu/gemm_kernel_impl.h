@@ -237,76 +237,118 @@ struct GemmImpl {
     *c = beta == T(0) ? alpha * acc : alpha * acc + beta * *c;
   }
 
-  // The one-row product (GemmKernel::row). Rows of B contiguous: 4 vectors of
-  // columns accumulate a[p] * B[p, j..] over p. Columns contiguous: 4 columns'
-  // dot products with a at once, so that 4 independent chains hide the FMA latency.
-  static void row(int64_t n, int64_t k, T alpha, const T* a, int64_t a_cs, const T* b, int64_t b_rs,
-                  int64_t b_cs, T beta, T* c) {
+  // How many rows of A one pass over B serves in `rows`: R x C accumulators and C
+  // vectors of B must fit the register file (32 zmm; 16 ymm or xmm).
+  static constexpr int kPassRows = W >= 16 ? 4 : 2;
+
+  // R rows of A times B in one pass over B, read in its own layout (GemmKernel::rows).
+  // Rows of B contiguous: 4 vectors of columns accumulate a[i][p] * B[p, j..] over p
+  // for each row i. Columns contiguous: the dot products of C columns with each row,
+  // C independent chains per row (8 for one row: both FMA pipes busy through the
+  // 4-cycle latency). Each C element is summed in the same order whatever R is.
+  template <int R>
+  static void rows_pass(int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs, int64_t a_cs,
+                        const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c, int64_t c_rs) {
     T lanes[W];
     if (b_cs == 1) {
+      constexpr int NVB = 4;
       int64_t j = 0;
-      for (; j + 4 * W <= n; j += 4 * W) {
-        V acc0 = Ops::zero(), acc1 = Ops::zero(), acc2 = Ops::zero(), acc3 = Ops::zero();
+      for (; j + NVB * W <= n; j += NVB * W) {
+        V acc[R][NVB];
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 4
+          for (int v = 0; v < NVB; ++v) acc[i][v] = Ops::zero();
+        }
         for (int64_t p = 0; p < k; ++p) {
-          const V av = Ops::set1(a[p * a_cs]);
           const T* br = b + p * b_rs + j;
-          acc0 = Ops::fma(av, Ops::loadu(br), acc0);
-          acc1 = Ops::fma(av, Ops::loadu(br + W), acc1);
-          acc2 = Ops::fma(av, Ops::loadu(br + 2 * W), acc2);
-          acc3 = Ops::fma(av, Ops::loadu(br + 3 * W), acc3);
+          V bv[NVB];
+#pragma GCC unroll 4
+          for (int v = 0; v < NVB; ++v) bv[v] = Ops::loadu(br + v * W);
+#pragma GCC unroll 4
+          for (int i = 0; i < R; ++i) {
+            const V ai = Ops::set1(a[i * a_rs + p * a_cs]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NVB; ++v) acc[i][v] = Ops::fma(ai, bv[v], acc[i][v]);
+          }
         }
-        const V accs[4] = {acc0, acc1, acc2, acc3};
-        for (int v = 0; v < 4; ++v) {
-          Ops::storeu(lanes, accs[v]);
-          for (int l = 0; l < W; ++l) finish(c + j + v * W + l, lanes[l], alpha, beta);
+        for (int i = 0; i < R; ++i)
+          for (int v = 0; v < NVB; ++v) {
+            Ops::storeu(lanes, acc[i][v]);
+            for (int l = 0; l < W; ++l) finish(c + i * c_rs + j + v * W + l, lanes[l], alpha, beta);
+          }
+      }
+      for (; j < n; ++j)
+        for (int i = 0; i < R; ++i) {
+          T acc = T(0);
+          for (int64_t p = 0; p < k; ++p) acc += a[i * a_rs + p * a_cs] * b[p * b_rs + j];
+          finish(c + i * c_rs + j, acc, alpha, beta);
         }
-      }
-      for (; j < n; ++j) {
-        T acc = T(0);
-        for (int64_t p = 0; p < k; ++p) acc += a[p * a_cs] * b[p * b_rs + j];
-        finish(c + j, acc, alpha, beta);
-      }
       return;
     }
-    // b_rs == 1 and a_cs == 1: column j of B is b + j * b_cs, contiguous. Eight
-    // columns at a time: eight independent FMA chains keep both FMA pipes busy
-    // through the 4-cycle latency, where four left half the loads unissued.
-    constexpr int kCols = 8;
+    // b_rs == 1 and a_cs == 1: column j of B is b + j * b_cs, contiguous.
+    constexpr int C = R == 1 ? 8 : 4;
     const int64_t kv = k - k % W;
     int64_t j = 0;
-    for (; j + kCols <= n; j += kCols) {
-      const T* col[kCols];
-      V acc[kCols];
+    for (; j + C <= n; j += C) {
+      const T* col[C];
+      V acc[R][C];
 #pragma GCC unroll 8
-      for (int v = 0; v < kCols; ++v) {
-        col[v] = b + (j + v) * b_cs;
-        acc[v] = Ops::zero();
+      for (int v = 0; v < C; ++v) col[v] = b + (j + v) * b_cs;
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+        for (int v = 0; v < C; ++v) acc[i][v] = Ops::zero();
       }
       for (int64_t p = 0; p < kv; p += W) {
-        const V av = Ops::loadu(a + p);
+        V bv[C];
 #pragma GCC unroll 8
-        for (int v = 0; v < kCols; ++v) acc[v] = Ops::fma(av, Ops::loadu(col[v] + p), acc[v]);
+        for (int v = 0; v < C; ++v) bv[v] = Ops::loadu(col[v] + p);
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i) {
+          const V av = Ops::loadu(a + i * a_rs + p);
+#pragma GCC unroll 8
+          for (int v = 0; v < C; ++v) acc[i][v] = Ops::fma(av, bv[v], acc[i][v]);
+        }
       }
-      for (int v = 0; v < kCols; ++v) {
-        Ops::storeu(lanes, acc[v]);
-        // Pairwise, so the W lanes add in log2(W) dependent steps, not W.
-        for (int w = W / 2; w >= 1; w /= 2)
-          for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-        T acc1 = lanes[0];
-        for (int64_t p = kv; p < k; ++p) acc1 += a[p] * col[v][p];
-        finish(c + j + v, acc1, alpha, beta);
-      }
+      for (int i = 0; i < R; ++i)
+        for (int v = 0; v < C; ++v) {
+          Ops::storeu(lanes, acc[i][v]);
+          // Pairwise, so the W lanes add in log2(W) dependent steps, not W.
+          for (int w = W / 2; w >= 1; w /= 2)
+            for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+          T sum = lanes[0];
+          for (int64_t p = kv; p < k; ++p) sum += a[i * a_rs + p] * col[v][p];
+          finish(c + i * c_rs + j + v, sum, alpha, beta);
+        }
     }
-    for (; j < n; ++j) {
-      const T* col = b + j * b_cs;
-      T acc = T(0);
-      for (int64_t p = 0; p < k; ++p) acc += a[p] * col[p];
-      finish(c + j, acc, alpha, beta);
+    for (; j < n; ++j)
+      for (int i = 0; i < R; ++i) {
+        const T* col = b + j * b_cs;
+        T acc = T(0);
+        for (int64_t p = 0; p < k; ++p) acc += a[i * a_rs + p] * col[p];
+        finish(c + i * c_rs + j, acc, alpha, beta);
+      }
+  }
+
+  // A few rows of A (GemmKernel::rows): kPassRows at a time, then the rest.
+  static void rows(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs, int64_t a_cs,
+                   const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c, int64_t c_rs) {
+    int64_t i = 0;
+    for (; i + kPassRows <= m; i += kPassRows)
+      rows_pass<kPassRows>(n, k, alpha, a + i * a_rs, a_rs, a_cs, b, b_rs, b_cs, beta, c + i * c_rs, c_rs);
+    const int64_t left = m - i;
+    a += i * a_rs;
+    c += i * c_rs;
+    if (left == 1) rows_pass<1>(n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
+    if (left == 2) rows_pass<2>(n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
+    if constexpr (kPassRows > 3) {
+      if (left == 3) rows_pass<3>(n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
     }
   }
 
   static constexpr GemmKernel<T> table(const char* name) {
-    return GemmKernel<T>{name, MR, NR, 1, &pack_a, &pack_b, &macro, &row};
+    return GemmKernel<T>{name, MR, NR, 1, &pack_a, &pack_b, &macro, &rows};
   }
 };
 

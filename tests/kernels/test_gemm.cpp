@@ -221,6 +221,27 @@ TEMPLATE_TEST_CASE("gemm with one row of A (the one-pass row kernel) matches a f
   });
 }
 
+TEMPLATE_TEST_CASE("gemm with a few rows of A (passes over B in place) matches a float64 reference",
+                   "[gemm]", float, double) {
+  using T = TestType;
+  ThreadsGuard threads(2);
+  for_each_kernel([] {
+    // Every row count up to and past the few-rows limit (one pass of 4 or 2 rows,
+    // then the rest), columns around the vector widths, k with and without a tail.
+    for (int64_t m : {2, 3, 4, 5, 6, 7, 8, 9})
+      for (int64_t n : {1, 5, 33, 70})
+        for (int64_t k : {1, 17, 100})
+          for (Layout la : {Layout::Row, Layout::PaddedRow, Layout::Strided})
+            for (Layout lb : {Layout::Row, Layout::Col, Layout::Strided}) {
+              run_case<T>(m, n, k, T(1.5), T(0.5), la, lb, Layout::PaddedRow);
+              run_case<T>(m, n, k, T(1), T(0), la, lb, Layout::Row, true);
+            }
+    // Large enough to split the columns over the team.
+    run_case<T>(5, 1001, 200, T(1), T(0.5), Layout::Row, Layout::Col, Layout::Row);
+    run_case<T>(7, 1001, 200, T(1), T(0), Layout::Row, Layout::Row, Layout::Row, true);
+  });
+}
+
 TEMPLATE_TEST_CASE("gemm applies alpha and beta", "[gemm]", float, double) {
   using T = TestType;
   for_each_kernel([] {
