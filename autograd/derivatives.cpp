@@ -68,7 +68,7 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       Tensor x = saved("x");
       return {g * (as(x > 0, g.dtype()) - as(x < 0, g.dtype()))};
     }
-    case OpId::Relu: return {g * as(saved("y") > 0, g.dtype())};
+    case OpId::Relu: return {relu_backward(g, saved("y"))};
     case OpId::Exp: return {g * saved("y")};
     case OpId::Log: return {g / saved("x")};
     case OpId::Sqrt: return {g / (saved("y") * 2)};

@@ -31,6 +31,14 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
                                                   Pair stride, Pair padding, Pair dilation, int64_t groups,
                                                   bool with_bias);
 
+// ReLU's gradient from its saved output y: grad_y where y > 0, else 0 (PyTorch's
+// threshold_backward at 0, so a NaN or Inf gradient where y <= 0 gives 0). One pass
+// on the CPU (kernels/cpu/relu_backward.h); when the call itself would be recorded
+// (grad mode on and an operand requiring grad), on other devices and for mixed
+// dtypes it is where(y > 0, grad_y, 0), which is differentiable and gives the same
+// values.
+Tensor relu_backward(const Tensor& grad_y, const Tensor& y);
+
 // (values, indices): indices are positions within each input plane (y * W + x).
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0},
                                                    Pair dilation = {1, 1}, bool ceil_mode = false);
