@@ -1,5 +1,6 @@
-// conv2d front-end: shape checks with PyTorch's messages, half types computed in
-// float32, dispatch to kernels/cpu/conv2d, and the Conv2d autograd node
+// conv2d front-end: shape checks with PyTorch's messages, half types on the CPU
+// computed in float32 (or on the bfloat16 kernels where they pay), dispatch to
+// kernels/cpu/conv2d, and the Conv2d autograd node
 // (saved: x, weight; attributes: Conv2dAttrs).
 #include "kernels/cpu/conv2d.h"
 #include "tensor/autocast.h"
@@ -58,6 +59,12 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& bias, Pair 
                          kw, "). Kernel size can't be greater than actual input size"));
 }
 
+// Whether a CPU convolution of these operands runs on the bfloat16 kernels.
+bool cpu_bf16_native(const Tensor& x, const Tensor& w, Pair stride, Pair padding, Pair dilation, int64_t groups) {
+  return x.dtype() == kBFloat16 && x.device().is_cpu() &&
+         cpu::conv2d_bf16_native(shape_of(x.shape(), w.shape(), stride, padding, dilation, groups));
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
@@ -71,7 +78,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
   if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != weight.dtype()))
     throw DTypeError(msg("conv2d: expected input, weight and bias to have the same dtype, but got ", x.dtype(), ", ",
                          weight.dtype(), (bias.defined() ? msg(" and ", bias.dtype()) : std::string())));
-  if (is_half(x.dtype()) && !x.device().is_cuda()) {  // CPU: computed in float32, rounded once (CUDA has half kernels)
+  // CPU half types: bfloat16 layers the bfloat16 GEMM serves well run natively; the
+  // rest is computed in float32 and rounded once (CUDA has half kernels).
+  if (is_half(x.dtype()) && !x.device().is_cuda() && !cpu_bf16_native(x, weight, stride, padding, dilation, groups)) {
     return conv2d(x.to(kFloat32), weight.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias, stride, padding,
                   dilation, groups)
         .to(x.dtype());
@@ -98,6 +107,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
 Tensor conv2d_backward_input(const Tensor& grad_y, const Tensor& weight, const Shape& x_shape, Pair stride,
                              Pair padding, Pair dilation, int64_t groups) {
   const auto s = shape_of(x_shape, weight.shape(), stride, padding, dilation, groups);
+  if (is_half(grad_y.dtype()) && grad_y.device().is_cpu() &&
+      !(grad_y.dtype() == kBFloat16 && cpu::conv2d_bf16_native(s)))
+    return conv2d_backward_input(grad_y.to(kFloat32), weight.to(kFloat32), x_shape, stride, padding, dilation, groups)
+        .to(grad_y.dtype());
   Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
   const OpBackend backend = backend_of("conv2d_backward", grad_y);
   if (backend == Backend::None || gx.numel() == 0) return gx.numel() ? gx : gx.fill_(0);
@@ -112,6 +125,12 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
                                                   Pair stride, Pair padding, Pair dilation, int64_t groups,
                                                   bool with_bias) {
   const auto s = shape_of(x.shape(), w_shape, stride, padding, dilation, groups);
+  if (is_half(grad_y.dtype()) && grad_y.device().is_cpu() &&
+      !(grad_y.dtype() == kBFloat16 && cpu::conv2d_bf16_native(s))) {
+    auto [gw, gb] = conv2d_backward_weight(grad_y.to(kFloat32), x.to(kFloat32), w_shape, stride, padding, dilation,
+                                           groups, with_bias);
+    return {gw.to(grad_y.dtype()), gb.defined() ? gb.to(grad_y.dtype()) : gb};
+  }
   Tensor gw = empty(w_shape, {grad_y.dtype(), grad_y.device()});
   Tensor gb = with_bias ? empty({w_shape[0]}, {grad_y.dtype(), grad_y.device()}) : Tensor();
   const OpBackend backend = backend_of("conv2d_backward", grad_y);

@@ -214,6 +214,9 @@ namespace ember::cpu {
 
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                     const void* bias, void* y) {
+  if (dt == DType::BFloat16)
+    return conv2d_bf16_forward(s, static_cast<const BFloat16*>(x), static_cast<const BFloat16*>(weight),
+                               static_cast<const BFloat16*>(bias), static_cast<BFloat16*>(y));
   conv2d_detail::float_types(dt, "conv2d_forward", [&]<class T>() {
     conv2d_detail::forward_impl<T>(s, static_cast<const T*>(x), static_cast<const T*>(weight),
                                    static_cast<const T*>(bias), static_cast<T*>(y));
@@ -222,6 +225,9 @@ void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* w
 
 void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y,
                            const void* weight, void* grad_x) {
+  if (dt == DType::BFloat16)
+    return conv2d_bf16_backward_input(s, static_cast<const BFloat16*>(grad_y), static_cast<const BFloat16*>(weight),
+                                      static_cast<BFloat16*>(grad_x));
   conv2d_detail::float_types(dt, "conv2d_backward_input", [&]<class T>() {
     conv2d_detail::backward_input_impl<T>(s, static_cast<const T*>(grad_y),
                                           static_cast<const T*>(weight), static_cast<T*>(grad_x));
@@ -230,6 +236,9 @@ void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y,
 
 void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
                             void* grad_weight, void* grad_bias) {
+  if (dt == DType::BFloat16)
+    return conv2d_bf16_backward_weight(s, static_cast<const BFloat16*>(grad_y), static_cast<const BFloat16*>(x),
+                                       static_cast<BFloat16*>(grad_weight), static_cast<BFloat16*>(grad_bias));
   conv2d_detail::float_types(dt, "conv2d_backward_weight", [&]<class T>() {
     conv2d_detail::backward_weight_impl<T>(s, static_cast<const T*>(grad_y),
                                            static_cast<const T*>(x), static_cast<T*>(grad_weight),

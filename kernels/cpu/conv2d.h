@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/base/half.h"
 #include "kernels/base/scalar.h"
 #include "kernels/base/window.h"
 
@@ -16,8 +17,7 @@ using ember::Conv2dShape;
 using ember::conv2d_output_size;
 using ember::conv2d_set_output_size;
 
-// float32 and float64 only (half types are converted by the caller); any other
-// dtype throws NotImplementedError. When x or the weight holds Inf or NaN, the
+// float32, float64 and bfloat16 (below); any other dtype throws NotImplementedError. When x or the weight holds Inf or NaN, the
 // gradients do too, possibly in a few more entries than a term-by-term sum gives:
 // the stride-1 kernels multiply zeros of grad_y by values just outside a tap's reach.
 
@@ -37,6 +37,19 @@ void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y,
 // grad_y by inputs just outside a tap's reach).
 void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
                             void* grad_weight, void* grad_bias);
+
+// bfloat16 on the bfloat16 GEMM (conv2d_bf16.cpp): bfloat16 operands, float32 sums,
+// each result rounded once. conv2d_forward and the two backward functions take
+// DType::BFloat16 and run these; callers ask conv2d_bf16_native first and widen to
+// float32 where it says no (no vdpbf16ps on this CPU, or layers too small for the
+// GEMM, such as 6 or 12 output channels, which the float32 direct kernels do better).
+bool conv2d_bf16_native(const Conv2dShape& s);
+void conv2d_bf16_forward(const Conv2dShape& s, const BFloat16* x, const BFloat16* weight, const BFloat16* bias,
+                         BFloat16* y);
+void conv2d_bf16_backward_input(const Conv2dShape& s, const BFloat16* grad_y, const BFloat16* weight,
+                                BFloat16* grad_x);
+void conv2d_bf16_backward_weight(const Conv2dShape& s, const BFloat16* grad_y, const BFloat16* x,
+                                 BFloat16* grad_weight, BFloat16* grad_bias);
 
 // The stride-1 kernels run compiled for the active instruction set (cpu::set_isa in
 // kernels/cpu/isa.h picks another, for tests).

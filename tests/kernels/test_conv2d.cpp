@@ -20,6 +20,7 @@
 #include "kernels/base/error.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 
 #include "support/kernel_compare.h"
@@ -300,4 +301,57 @@ TEST_CASE("conv2d output size follows PyTorch", "[kernels][conv2d]") {
   CHECK(conv2d_output_size(8, 3, 1, 2, 2) == 8);
   CHECK(conv2d_output_size(10, 2, 3, 0, 1) == 3);
   CHECK(conv2d_output_size(2, 5, 1, 1, 1) == 0);  // kernel wider than the padded input
+}
+
+TEST_CASE("conv2d bfloat16 (the bfloat16 GEMM path) matches the definition on bfloat16 values",
+          "[kernels][conv2d][bf16]") {
+  using ember::BFloat16;
+  // The FashionMNIST net's layers are too small for it; they stay on float32.
+  CHECK_FALSE(ember::cpu::conv2d_bf16_native(shape(100, 1, 28, 28, 6, 5, 5)));
+  CHECK_FALSE(ember::cpu::conv2d_bf16_native(shape(100, 6, 12, 12, 12, 5, 5)));
+  const std::vector<Case> bf16_cases = {
+      {"3x3 pad 1", shape(3, 8, 9, 10, 32, 3, 3, 1, 1, 1, 1), true},
+      {"stride 2, pad 1", shape(2, 8, 11, 9, 16, 3, 3, 2, 2, 1, 1), true},
+      {"groups 2", shape(2, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 2), false},
+      {"dilation 2, pad 2", shape(2, 4, 12, 12, 16, 3, 3, 1, 1, 2, 2, 2, 2), true},
+      {"batch 19: more images than weight-gradient ranges", shape(19, 4, 6, 6, 16, 3, 3, 1, 1, 1, 1), true},
+  };
+  if (std::string(ember::cpu::gemm_bf16_kernel_name()) != "avx512_bf16") {
+    for (const Case& c : bf16_cases) CHECK_FALSE(ember::cpu::conv2d_bf16_native(c.s));
+    SUCCEED("no vdpbf16ps on this CPU: bfloat16 convolutions are widened to float32 by the caller");
+    return;
+  }
+  for (int threads : {1, 2}) {
+    const int saved = ember::get_num_threads();
+    ember::set_num_threads(threads);
+    for (const Case& c : bf16_cases) {
+      const Conv2dShape& s = c.s;
+      INFO(c.name << ", " << threads << " threads");
+      REQUIRE(ember::cpu::conv2d_bf16_native(s));
+      std::mt19937 g(99);
+      const Sizes z = sizes(s);
+      // Inputs rounded to bfloat16 first, so the reference sees the kernel's values.
+      auto rounded = [](std::vector<double> v) {
+        for (double& e : v) e = double(float(BFloat16(float(e))));
+        return v;
+      };
+      const auto x = rounded(random_values(z.x, g)), w = rounded(random_values(z.w, g)),
+                 b = rounded(random_values(s.c_out, g)), gy = rounded(random_values(z.y, g));
+      const Reference r = reference(s, x, w, c.bias ? &b : nullptr, gy);
+      const auto tx = as<BFloat16>(x), tw = as<BFloat16>(w), tb = as<BFloat16>(b), tgy = as<BFloat16>(gy);
+      const BFloat16 nan(std::numeric_limits<float>::quiet_NaN());
+      std::vector<BFloat16> y(z.y, nan), gx(z.x, nan), gw(z.w, nan), gb(s.c_out, nan);
+      ember::cpu::conv2d_forward(DType::BFloat16, s, tx.data(), tw.data(), c.bias ? tb.data() : nullptr, y.data());
+      ember::cpu::conv2d_backward_input(DType::BFloat16, s, tgy.data(), tw.data(), gx.data());
+      ember::cpu::conv2d_backward_weight(DType::BFloat16, s, tgy.data(), tx.data(), gw.data(), gb.data());
+      auto widened = [](const std::vector<BFloat16>& v) { return std::vector<float>(v.begin(), v.end()); };
+      // Sums in float32, then one rounding to bfloat16 (2^-9 relative).
+      const double tol = 5e-3;
+      CHECK(rel_err(widened(y), r.y) <= tol);
+      CHECK(rel_err(widened(gx), r.gx) <= tol);
+      CHECK(rel_err(widened(gw), r.gw) <= tol);
+      CHECK(rel_err(widened(gb), r.gb) <= tol);
+    }
+    ember::set_num_threads(saved);
+  }
 }
