@@ -142,23 +142,21 @@ inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
 }
 
-using TileFn = void (*)(int64_t, const uint32_t*, const uint32_t*, float, float, float*, int64_t,
-                        int64_t, int64_t);
-
-// One ROWS x NR tile of C over kp packed pairs: the accumulators stay in registers
-// for the whole loop; edge tiles with fewer rows get their own instantiation.
-template <int ROWS>
-void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b, float alpha,
-          float beta, float* __restrict c, int64_t c_rs, int64_t c_cs, int64_t nr) {
+// One MR x NR tile of C over kp packed pairs, of which the first `rows` rows are
+// stored: the accumulators stay in registers for the whole loop. An edge tile
+// computes the zero rows its panel was padded with rather than have an instantiation
+// of its own (as the float kernels do): one copy of this loop keeps the library
+// small, and edge tiles are a small share of any product worth this kernel.
+void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b, float alpha, float beta,
+          float* __restrict c, int64_t c_rs, int64_t c_cs, int64_t nr, int rows) {
+  constexpr int ROWS = MR;
   __m512 acc[ROWS][2];
 #pragma GCC unroll 16
   for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-#pragma GCC unroll 16
-  for (int i = 0; i < ROWS; ++i) {
+  for (int i = 0; i < rows; ++i) {
     __builtin_prefetch(c + i * c_rs, 1);
     __builtin_prefetch(c + i * c_rs + (NR - 1) * c_cs, 1);
   }
-#pragma GCC unroll 4
   for (int64_t p = 0; p < kp; ++p) {
     const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 16);
 #pragma GCC unroll 16
@@ -175,8 +173,7 @@ void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b
   if (c_cs == 1) {
     const int n0 = nr >= 16 ? 16 : int(nr), n1 = nr >= 32 ? 16 : nr > 16 ? int(nr - 16) : 0;
     const __mmask16 m0 = __mmask16((1u << n0) - 1), m1 = __mmask16((1u << n1) - 1);
-#pragma GCC unroll 16
-    for (int i = 0; i < ROWS; ++i) {
+    for (int i = 0; i < rows; ++i) {
       float* ci = c + i * c_rs;
       __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
       if (beta != 0.f) {
@@ -194,24 +191,12 @@ void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b
     _mm512_store_ps(&buf[i][0], _mm512_mul_ps(va, acc[i][0]));
     _mm512_store_ps(&buf[i][16], _mm512_mul_ps(va, acc[i][1]));
   }
-  for (int i = 0; i < ROWS; ++i) {
+  for (int i = 0; i < rows; ++i) {
     float* ci = c + i * c_rs;
     for (int64_t j = 0; j < nr; ++j)
       ci[j * c_cs] = beta == 0.f ? buf[i][j] : buf[i][j] + beta * ci[j * c_cs];
   }
 }
-
-template <int R>
-constexpr void fill_tiles(TileFn* t) {
-  t[R] = &tile<R>;
-  if constexpr (R > 1) fill_tiles<R - 1>(t);
-}
-
-struct TileTable {
-  TileFn fn[MR + 1] = {};
-  constexpr TileTable() { fill_tiles<MR>(fn); }
-};
-constexpr TileTable kTiles{};
 
 // Same loop order as the float kernels (gemm_kernel_impl.h): an A micro-panel stays
 // in L1 while the block's B panels stream past it.
@@ -219,10 +204,10 @@ void macro(int64_t mc, int64_t nc, int64_t kc, const uint32_t* pa, const uint32_
            float beta, float* c, int64_t c_rs, int64_t c_cs) {
   const int64_t kp = (kc + 1) / 2;
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
-    const TileFn fn = kTiles.fn[imin(MR, mc - i0)];
+    const int rows = int(imin(MR, mc - i0));
     for (int64_t j0 = 0; j0 < nc; j0 += NR)
-      fn(kp, pa + i0 * kp, pb + j0 * kp, alpha, beta, c + i0 * c_rs + j0 * c_cs, c_rs, c_cs,
-         imin(NR, nc - j0));
+      tile(kp, pa + i0 * kp, pb + j0 * kp, alpha, beta, c + i0 * c_rs + j0 * c_cs, c_rs, c_cs,
+           imin(NR, nc - j0), rows);
   }
 }
 
