@@ -1,15 +1,16 @@
 // CPU reductions. Three schedules:
-//  * row: the innermost reduced dim has stride 1; each output sums runs of
-//    contiguous memory (16 float lanes per block, blocks added in double);
+//  * row: the innermost reduced dim has stride 1; each output reads runs of
+//    contiguous memory (the run loops are reduce_runs.h);
 //  * column: the innermost kept dim has stride 1 and every reduced dim is strided;
 //    a block of adjacent outputs accumulates whole rows at a time, so memory is
 //    read in order instead of one column at a time;
 //  * split: few outputs but a long reduction; threads take slices of the
 //    outermost reduced dim and the partial results are combined.
-// Floating sums accumulate in double; integer sums in int64. Where a reduction is
-// cut into slices depends on the shape only, never on the thread count, and
-// partials are combined in slice order: results have the same bits on any number
-// of threads.
+// Floating sums accumulate in double; integer sums in int64; var keeps (count,
+// mean, M2) per block and merges them pairwise, so it reads its input once. Where
+// a reduction is cut into slices depends on the shape only, never on the thread
+// count, and partials are combined in slice order: results have the same bits on
+// any number of threads.
 #include "kernels/cpu/reduce.h"
 
 #include <omp.h>
@@ -22,6 +23,7 @@
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/half_vec.h"
+#include "kernels/cpu/reduce_runs.h"
 
 namespace ember::cpu {
 namespace {
@@ -29,109 +31,42 @@ namespace {
 // Long reductions with few outputs are cut into this many slices.
 constexpr int64_t kSlices = 16;
 
-template <class T>
-using sum_acc_t = std::conditional_t<is_floating_v<T>, double, int64_t>;
-
-template <class T>
-inline bool nan_of(T x) {
-  if constexpr (is_floating_v<T>) return std::isnan(static_cast<double>(static_cast<acc_t<T>>(x)));
-  else return false;
-}
-
-// Sum of n contiguous values: 16 independent lanes keep the loop vectorizable
-// without reassociating one long chain; each 2048-element block is added in double.
-template <class T>
-sum_acc_t<T> sum_contiguous(const T* p, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    double total = 0;
-    int64_t i = 0;
-    for (; i + 2048 <= n; i += 2048) {
-      float lane[16] = {};
-      for (int64_t j = 0; j < 2048; j += 16)
-        for (int l = 0; l < 16; ++l) lane[l] += p[i + j + l];
-      float s = 0;
-      for (int l = 0; l < 16; ++l) s += lane[l];
-      total += s;
-    }
-    for (; i < n; ++i) total += p[i];
-    return total;
-  } else if constexpr (is_half_v<T>) {
-    // Widened a block at a time (vector conversions), summed in 16 float lanes per
-    // block, blocks added in double.
-    double total = 0;
-    float buf[kHalfBlock];
-    for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
-      const int64_t len = std::min(kHalfBlock, n - i0);
-      load_to_float(p + i0, buf, len);
-      float lane[16] = {};
-      int64_t j = 0;
-      for (; j + 16 <= len; j += 16)
-        for (int l = 0; l < 16; ++l) lane[l] += buf[j + l];
-      float s = 0;
-      for (int l = 0; l < 16; ++l) s += lane[l];
-      for (; j < len; ++j) s += buf[j];
-      total += s;
-    }
-    return total;
-  } else {
-    sum_acc_t<T> total = 0;
-    for (int64_t i = 0; i < n; ++i) total += static_cast<sum_acc_t<T>>(static_cast<acc_t<T>>(p[i]));
-    return total;
-  }
-}
+using namespace reduce_detail;
 
 // The state one output accumulates; `pos` is the linear reduced index of a value.
 template <class T>
 struct Acc {
   ReduceOp op;
   sum_acc_t<T> sum = 0;
-  double mean = 0;        // var's second pass subtracts it
-  bool centered = false;  // var: false in the first pass (sum), true in the second (squares)
-  double sq = 0;
-  acc_t<T> best{};
-  int64_t best_pos = -1;
+  Moments moments{};                       // var
+  Extreme<acc_t<T>> best{acc_t<T>{}, -1};  // max/min and their positions
 
   void run(const T* p, int64_t stride, int64_t n, int64_t pos0) {
     switch (op) {
       case ReduceOp::var:
-        if (centered) {
-          for (int64_t j = 0; j < n; ++j) {
-            const double d = static_cast<double>(static_cast<acc_t<T>>(p[j * stride])) - mean;
-            sq += d * d;
-          }
-          return;
-        }
-        [[fallthrough]];  // var's first pass sums, for the mean
+        moments.merge(run_moments(p, stride, n));
+        return;
       case ReduceOp::sum:
       case ReduceOp::mean:
         if (stride == 1) sum += sum_contiguous(p, n);
         else for (int64_t j = 0; j < n; ++j) sum += static_cast<sum_acc_t<T>>(static_cast<acc_t<T>>(p[j * stride]));
         return;
       case ReduceOp::amax: case ReduceOp::argmax:
-      case ReduceOp::amin: case ReduceOp::argmin: {
-        const bool want_max = op == ReduceOp::amax || op == ReduceOp::argmax;
-        for (int64_t j = 0; j < n; ++j) {
-          const acc_t<T> v = static_cast<acc_t<T>>(p[j * stride]);
-          if (best_pos >= 0 && nan_of(best)) return;  // NaN already won
-          if (best_pos < 0 || nan_of(v) || (want_max ? v > best : v < best)) {
-            best = v;
-            best_pos = pos0 + j;
-          }
-        }
+        if (n > 0) run_extreme<true>(p, stride, n, pos0, best);
         return;
-      }
+      case ReduceOp::amin: case ReduceOp::argmin:
+        if (n > 0) run_extreme<false>(p, stride, n, pos0, best);
+        return;
     }
   }
   // Merge a partial result from a later slice of the reduced range.
   void merge(const Acc& o) {
     sum += o.sum;
-    sq += o.sq;
-    if (o.best_pos < 0) return;
-    const bool want_max = op == ReduceOp::amax || op == ReduceOp::argmax;
-    if (best_pos < 0 || (!nan_of(best) && (nan_of(o.best) || (want_max ? o.best > best : o.best < best)))) {
-      best = o.best;
-      best_pos = o.best_pos;
-    }
+    moments.merge(o.moments);
+    if (o.best.pos < 0) return;
+    const bool wins = op == ReduceOp::amax || op == ReduceOp::argmax ? beats<true>(o.best.value, best.value)
+                                                                     : beats<false>(o.best.value, best.value);
+    if (best.pos < 0 || wins) best = o.best;
   }
 };
 
@@ -189,28 +124,13 @@ struct Reducer {
     const int64_t d0 = g.red_ndim ? g.red_sizes[0] : 1;
     if (!split || d0 < 2 || g.red_numel < kParallelGrain) {
       walk(base, 0, d0, acc);
-      if (op == ReduceOp::var) {
-        acc.mean = static_cast<double>(acc.sum) / static_cast<double>(g.red_numel);
-        acc.centered = true;
-        walk(base, 0, d0, acc);
-      }
       return acc;
     }
     const int64_t ns = std::min<int64_t>(d0, kSlices);
     std::vector<Acc<T>> parts(ns, Acc<T>{op});
-    auto pass = [&] {
 #pragma omp parallel for num_threads(get_num_threads()) schedule(static)
-      for (int64_t i = 0; i < ns; ++i) walk(base, d0 * i / ns, d0 * (i + 1) / ns, parts[i]);
-    };
-    pass();
+    for (int64_t i = 0; i < ns; ++i) walk(base, d0 * i / ns, d0 * (i + 1) / ns, parts[i]);
     for (const auto& p : parts) acc.merge(p);
-    if (op == ReduceOp::var) {
-      acc.mean = static_cast<double>(acc.sum) / static_cast<double>(g.red_numel);
-      for (auto& p : parts) { p.mean = acc.mean; p.centered = true; p.sq = 0; p.sum = 0; }
-      pass();
-      acc.sq = 0;
-      for (const auto& p : parts) acc.sq += p.sq;
-    }
     return acc;
   }
 };
@@ -231,26 +151,28 @@ void store(const Acc<T>& acc, ReduceOp op, int64_t count, int64_t correction, vo
     case ReduceOp::var:
       if constexpr (is_floating_v<T>) {
         const int64_t dof = count - correction;
-        const double v = dof > 0 ? acc.sq / static_cast<double>(dof) : std::nan("");
+        const double v = dof > 0 ? acc.moments.m2 / static_cast<double>(dof) : std::nan("");
         static_cast<T*>(out)[out_off] = static_cast<T>(static_cast<acc_t<T>>(v));
       }
       return;
     case ReduceOp::amax: case ReduceOp::amin:
-      static_cast<T*>(out)[out_off] = static_cast<T>(acc.best);
-      if (indices) indices[out_off] = acc.best_pos;
+      static_cast<T*>(out)[out_off] = static_cast<T>(acc.best.value);
+      if (indices) indices[out_off] = acc.best.pos;
       return;
     case ReduceOp::argmax: case ReduceOp::argmin:
-      indices[out_off] = acc.best_pos;
+      indices[out_off] = acc.best.pos;
       return;
   }
 }
 
 // Column schedule: adjacent outputs are adjacent in memory, reduced dims are not.
-// A block of up to kColumnBlock outputs adds whole row segments (4 KiB of float32:
-// one page, so the prefetcher streams them). Rows are summed into `part` in the
-// compute type (float for float32 and the half types, so the add vectorizes) and
-// flushed into the wide `acc` every kFlush rows, which bounds the rounding error.
-constexpr int64_t kColumnBlock = 1024;
+// A block of up to kColumnBlock outputs adds whole row segments (16 KiB of float32:
+// all of a row of [N, 4096], so a slice streams long contiguous runs; 1024-wide
+// blocks read 4 KiB pieces 16 KiB apart and ran at a third of the speed). Rows are
+// summed into `part` in the compute type (float for float32 and the half types, so
+// the add vectorizes) and flushed into the wide `acc` every kFlush rows, which
+// bounds the rounding error.
+constexpr int64_t kColumnBlock = 4096;
 
 // Sums reduced positions [r0, r1) of the block starting at `base` into acc[0, n).
 template <class T>

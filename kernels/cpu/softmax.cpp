@@ -1,7 +1,10 @@
 // Softmax with the max subtracted first so exp never overflows:
 //   y_i = exp(x_i - m) / sum_j exp(x_j - m),   log y_i = x_i - m - log(sum_j exp(x_j - m)).
-// inner == 1 (the last dim, the common case) walks each row three times in cache;
-// otherwise a row of `inner` columns is processed together so memory is read in order.
+// inner == 1 (the last dim, the common case) walks each row three times in cache
+// (rows shorter than kShortRow a block of rows at a time); otherwise stripes of
+// adjacent columns are processed together so memory is read in order. float32 runs
+// the per-ISA loops of softmax_row.h, half types widen rows into float32 for them,
+// float64 runs the plain loops here.
 #include "kernels/cpu/softmax.h"
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include "kernels/cpu/half_vec.h"
 #include "kernels/base/vec_math.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/cpu/softmax_row.h"
 
 namespace ember::cpu {
@@ -28,67 +32,88 @@ inline A exp_of(A x) {
   else return std::exp(x);
 }
 
-// The float32 row kernel of the active instruction set (softmax_row.h).
-void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
+// The float32 loops of the active instruction set (softmax_row.h).
+const softmax_detail::SoftmaxRowKernels& f32_kernels() {
   using namespace softmax_detail;
   static const PerIsa<SoftmaxRowKernels> tables(
       softmax_row_kernels_generic(), softmax_row_kernels_avx2(),
       softmax_row_kernels_avx512(), nullptr);
-  tables.pick().row_f32(x, y, n, log);
+  return tables.pick();
 }
+
+// Rows shorter than this go to rows_f32, a block of rows at a time: row_f32 would
+// run most of such a row in its scalar tail.
+constexpr int64_t kShortRow = 32;
+// Short rows per job: one rows_f32 call (2 to 256 KiB of float32).
+constexpr int64_t kRowsPerJob = 512;
 
 template <class T>
 void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
-  using A = sm_acc_t<T>;
-  if constexpr (std::is_same_v<T, float>) {
-    parallel_rows(rows, rows * dim >= kParallelGrain, [&](int64_t r) { softmax_row_f32(in + r * dim, out + r * dim, dim, log); });
-    return;
-  } else if constexpr (is_half_v<T>) {
-    // Half rows: widened into a float row (vector conversions), the float32 row
-    // kernel, narrowed once on store. Accumulation is float32 throughout.
-#pragma omp parallel num_threads(get_num_threads()) if (rows * dim >= kParallelGrain)
-    {
-      std::vector<float> x(dim), y(dim);
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        load_to_float(in + r * dim, x.data(), dim);
-        softmax_row_f32(x.data(), y.data(), dim, log);
-        store_from_float(y.data(), out + r * dim, dim);
-      }
-    }
-    return;
-  }
-  parallel_rows(rows, rows * dim >= kParallelGrain, [&](int64_t r) {
-    const T* x = in + r * dim;
-    T* y = out + r * dim;
-    A m = -std::numeric_limits<A>::infinity();
-    for (int64_t i = 0; i < dim; ++i) m = std::max(m, static_cast<A>(x[i]));
-    if (std::isinf(m) && m < 0) m = 0;  // all -inf: keep exp(x - m) well defined (gives NaN/0 like PyTorch)
-    A s = 0;
-    if (log) {
-      for (int64_t i = 0; i < dim; ++i) s += exp_of(static_cast<A>(x[i]) - m);
-      const A ls = std::log(s);
-      for (int64_t i = 0; i < dim; ++i) y[i] = static_cast<T>(static_cast<A>(x[i]) - m - ls);
-    } else {
-      for (int64_t i = 0; i < dim; ++i) {
-        const A e = exp_of(static_cast<A>(x[i]) - m);
-        y[i] = static_cast<T>(e);
-        s += e;
-      }
-      const A inv = A(1) / s;
-      if constexpr (std::is_same_v<T, A>) {
-        for (int64_t i = 0; i < dim; ++i) y[i] *= inv;
+  const bool team = rows * dim >= kParallelGrain;
+  if constexpr (std::is_same_v<T, float> || is_half_v<T>) {
+    // Jobs of one long row or kRowsPerJob short ones.
+    const auto& k = f32_kernels();
+    const int64_t per_job = dim < kShortRow ? kRowsPerJob : 1;
+    const auto run = [&](const float* x, float* y, int64_t nr) {
+      if (dim < kShortRow) k.rows_f32(x, y, nr, dim, log);
+      else k.row_f32(x, y, dim, log);
+    };
+    parallel_rows((rows + per_job - 1) / per_job, team, [&](int64_t j) {
+      const int64_t r0 = j * per_job, nr = std::min(per_job, rows - r0);
+      if constexpr (std::is_same_v<T, float>) {
+        run(in + r0 * dim, out + r0 * dim, nr);
       } else {
-        // Half outputs: recompute from the input rather than re-reading a rounded exp.
-        for (int64_t i = 0; i < dim; ++i) y[i] = static_cast<T>(exp_of(static_cast<A>(x[i]) - m) * inv);
+        // Half rows: widened into a float buffer (vector conversions), the float32
+        // loops in place, narrowed once on store; accumulation is float32. The
+        // buffer is the running thread's own (OpenMP keeps its threads, so it is
+        // allocated once per thread).
+        thread_local Scratch scratch;
+        float* buf = static_cast<float*>(scratch.get(sizeof(float) * static_cast<size_t>(nr * dim)));
+        load_to_float(in + r0 * dim, buf, nr * dim);
+        run(buf, buf, nr);
+        store_from_float(buf, out + r0 * dim, nr * dim);
       }
-    }
-  });
+    });
+  } else {
+    parallel_rows(rows, team, [&](int64_t r) {  // float64: plain loops in double
+      const T* x = in + r * dim;
+      T* y = out + r * dim;
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t i = 0; i < dim; ++i) m = std::max(m, x[i]);
+      if (std::isinf(m) && m < 0) m = 0;  // all -inf: keep exp(x - m) well defined (gives NaN/0 like PyTorch)
+      T s = 0;
+      if (log) {
+        for (int64_t i = 0; i < dim; ++i) s += std::exp(x[i] - m);
+        const T ls = std::log(s);
+        for (int64_t i = 0; i < dim; ++i) y[i] = x[i] - m - ls;
+      } else {
+        for (int64_t i = 0; i < dim; ++i) {
+          y[i] = std::exp(x[i] - m);
+          s += y[i];
+        }
+        const T inv = T(1) / s;
+        for (int64_t i = 0; i < dim; ++i) y[i] *= inv;
+      }
+    });
+  }
 }
 
 template <class T>
 void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* out, bool log) {
   using A = sm_acc_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    const auto& k = f32_kernels();
+    // Stripes as wide as cols_f32 takes: on [64, 1024, 256], 32-wide stripes sized
+    // to stay in L2 ran at 0.25 of the copy floor, whole 256-wide rows (1 KiB runs;
+    // the 1 MiB block stays in L3 between the passes) at 0.42.
+    const int64_t w = std::min(inner, softmax_detail::kColsMax), stripes = (inner + w - 1) / w;
+    parallel_rows(outer * stripes, outer * dim * inner >= kParallelGrain, [&](int64_t job) {
+      const int64_t o = job / stripes, c0 = (job % stripes) * w;
+      const int64_t off = o * dim * inner + c0;
+      k.cols_f32(in + off, out + off, dim, inner, std::min(w, inner - c0), log);
+    });
+    return;
+  }
   parallel_rows(outer, outer * dim * inner >= kParallelGrain, [&](int64_t o) {
     const T* x = in + o * dim * inner;
     T* y = out + o * dim * inner;

@@ -1,6 +1,8 @@
-// The float32 softmax row (softmax_row_impl.h) compiled for AVX2.
+// The float32 softmax loops (softmax_row_impl.h) compiled for AVX2.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "kernels/cpu/isa.h"
@@ -13,7 +15,7 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX2)
 #include "kernels/cpu/softmax_row_impl.h"
 namespace ember::cpu::softmax_detail {
 namespace {
-constexpr SoftmaxRowKernels kSet{"avx2", softmax_row_f32<true>};
+constexpr SoftmaxRowKernels kSet = table<true, 32>("avx2");
 }  // namespace
 }  // namespace ember::cpu::softmax_detail
 EMBER_ISA_END

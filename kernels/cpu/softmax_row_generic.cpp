@@ -1,6 +1,8 @@
-// The float32 softmax row (softmax_row_impl.h) for any CPU (SSE2 on x86-64).
+// The float32 softmax loops (softmax_row_impl.h) for any CPU (SSE2 on x86-64).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "kernels/cpu/isa.h"
@@ -11,7 +13,7 @@
 
 namespace ember::cpu::softmax_detail {
 namespace {
-constexpr SoftmaxRowKernels kSet{"generic", softmax_row_f32<false>};
+constexpr SoftmaxRowKernels kSet = table<false, 16>("generic");
 }  // namespace
 
 const SoftmaxRowKernels* softmax_row_kernels_generic() { return &kSet; }

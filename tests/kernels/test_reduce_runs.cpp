@@ -1,0 +1,192 @@
+// The loops one reduction run goes through (kernels/cpu/reduce_runs.h) against
+// float64 loops written here: the first max/min and its position (ties, NaN, -inf,
+// runs across block boundaries, strided and half inputs) and var's one-pass
+// moments (block edges, data far from zero, an outlier, NaN and inf).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/base/half.h"
+#include "kernels/cpu/reduce_runs.h"
+
+using namespace ember;
+using namespace ember::cpu::reduce_detail;
+
+namespace {
+
+// Sizes around the 16-lane loops and the 1024 (max) and 2048 (var) blocks.
+const int64_t kSizes[] = {1, 2, 15, 16, 17, 255, 256, 257, 1023, 1024, 1025, 2047, 2048, 2049, 5000};
+
+// v stored as T, then read back as double (what the kernel sees).
+template <class T>
+double as_stored(double v) {
+  return static_cast<double>(static_cast<acc_t<T>>(static_cast<T>(static_cast<float>(v))));
+}
+
+// Index of the first maximum (want_max) or minimum; the first NaN wins.
+int64_t first_extreme(const std::vector<double>& v, bool want_max) {
+  int64_t best = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isnan(v[i])) return static_cast<int64_t>(i);
+    if (want_max ? v[i] > v[best] : v[i] < v[best]) best = static_cast<int64_t>(i);
+  }
+  return best;
+}
+
+// n values of T at stride `stride` (the gaps hold a value larger than any in the run).
+template <class T>
+std::vector<T> strided(const std::vector<double>& v, int64_t stride) {
+  std::vector<T> out(v.size() * stride, static_cast<T>(100.0f));
+  for (size_t i = 0; i < v.size(); ++i) out[i * stride] = static_cast<T>(static_cast<float>(v[i]));
+  return out;
+}
+
+template <class T>
+void check_extreme(const std::vector<double>& raw, int64_t stride) {
+  std::vector<double> v;
+  for (double x : raw) v.push_back(as_stored<T>(x));
+  const std::vector<T> mem = strided<T>(raw, stride);
+  const int64_t n = static_cast<int64_t>(v.size());
+  for (bool want_max : {true, false}) {
+    INFO((want_max ? "max" : "min") << " of " << n << " at stride " << stride);
+    Extreme<acc_t<T>> e{acc_t<T>{}, -1};
+    if (want_max) run_extreme<true>(mem.data(), stride, n, 7, e);
+    else run_extreme<false>(mem.data(), stride, n, 7, e);
+    const int64_t want = first_extreme(v, want_max);
+    CHECK(e.pos == want + 7);
+    if (std::isnan(v[want])) CHECK(std::isnan(static_cast<double>(e.value)));
+    else CHECK(static_cast<double>(e.value) == v[want]);
+    // The same run in two pieces, folded into one state, gives the same answer.
+    const int64_t h = n / 2;
+    Extreme<acc_t<T>> f{acc_t<T>{}, -1};
+    if (h > 0) {
+      if (want_max) run_extreme<true>(mem.data(), stride, h, 0, f);
+      else run_extreme<false>(mem.data(), stride, h, 0, f);
+    }
+    if (want_max) run_extreme<true>(mem.data() + h * stride, stride, n - h, h, f);
+    else run_extreme<false>(mem.data() + h * stride, stride, n - h, h, f);
+    CHECK(f.pos == want);
+  }
+}
+
+template <class T>
+void extreme_cases(std::mt19937_64& rng) {
+  for (int64_t n : kSizes)
+    for (int64_t stride : {1, 3}) {
+      // Small integers: ties everywhere, so the first position matters.
+      std::uniform_int_distribution<int> small(-20, 20);
+      std::vector<double> v(n);
+      for (double& x : v) x = small(rng) / 2.0;
+      check_extreme<T>(v, stride);
+      // Increasing data: every block beats the one before it.
+      for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % 1000) / 8;
+      check_extreme<T>(v, stride);
+      if constexpr (!std::is_integral_v<T>) {
+        // One NaN, then two (the first wins), in the first, a middle and the last block.
+        for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+          std::vector<double> w(n);
+          for (double& x : w) x = small(rng) / 2.0;
+          w[at] = NAN;
+          check_extreme<T>(w, stride);
+          if (at + 1 < n) {
+            w[n - 1] = NAN;
+            check_extreme<T>(w, stride);
+          }
+        }
+        // Infinities only: the first one is the extreme.
+        std::vector<double> inf(n, -INFINITY);
+        check_extreme<T>(inf, stride);
+        for (int64_t i = 0; i < n; i += 3) inf[i] = INFINITY;
+        check_extreme<T>(inf, stride);
+      }
+    }
+}
+
+// float64 moments of the stored values.
+void reference_moments(const std::vector<double>& v, double& mean, double& m2) {
+  mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  m2 = 0;
+  for (double x : v) m2 += (x - mean) * (x - mean);
+}
+
+template <class T>
+void check_moments(const std::vector<double>& raw, int64_t stride, double rel) {
+  std::vector<double> v;
+  for (double x : raw) v.push_back(as_stored<T>(x));
+  const std::vector<T> mem = strided<T>(raw, stride);
+  const int64_t n = static_cast<int64_t>(v.size());
+  double mean, m2;
+  reference_moments(v, mean, m2);
+  double sq = 0;  // the scale of the deviations, for an absolute floor on the error
+  for (double x : v) sq += (x - mean) * (x - mean) + 1e-30;
+  const Moments got = run_moments(mem.data(), stride, n);
+  INFO(n << " values at stride " << stride << ": mean " << got.mean << " vs " << mean << ", M2 " << got.m2
+         << " vs " << m2);
+  CHECK(got.n == n);
+  if (std::isnan(m2)) {
+    CHECK(std::isnan(got.m2));
+    return;
+  }
+  CHECK(std::fabs(got.mean - mean) <= rel * (std::fabs(mean) + std::sqrt(sq / n)));
+  CHECK(std::fabs(got.m2 - m2) <= rel * sq);
+  CHECK(got.m2 >= 0);
+  // Two pieces merged give the whole.
+  const int64_t h = n / 2;
+  Moments a = run_moments(mem.data(), stride, h);
+  a.merge(run_moments(mem.data() + h * stride, stride, n - h));
+  CHECK(a.n == n);
+  CHECK(std::fabs(a.m2 - m2) <= rel * sq);
+}
+
+template <class T>
+void moment_cases(std::mt19937_64& rng, double rel) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int64_t n : kSizes)
+    for (int64_t stride : {1, 2}) {
+      std::vector<double> v(n);
+      for (double& x : v) x = u(rng);
+      check_moments<T>(v, stride, rel);
+      // Far from zero: a sum of squares minus a squared sum would lose every digit.
+      for (double& x : v) x = 1000 + u(rng);
+      check_moments<T>(v, stride, rel);
+      // One outlier in a block of small values.
+      for (double& x : v) x = u(rng) / 100;
+      v[n / 3] = 50;
+      check_moments<T>(v, stride, rel);
+      // All equal: exactly zero.
+      std::vector<double> same(n, 3.25);
+      const std::vector<T> mem = strided<T>(same, stride);
+      CHECK(run_moments(mem.data(), stride, n).m2 == 0);
+      // A NaN or an infinity makes var NaN (inf - inf), as in PyTorch.
+      for (double bad : {double(NAN), double(INFINITY)}) {
+        v[n - 1] = bad;
+        const std::vector<T> b = strided<T>(v, stride);
+        CHECK(std::isnan(run_moments(b.data(), stride, n).m2));
+      }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("run_extreme: the first max/min and its position, NaN first", "[kernels][reduce]") {
+  std::mt19937_64 rng(77);
+  SECTION("float32") { extreme_cases<float>(rng); }
+  SECTION("float64") { extreme_cases<double>(rng); }
+  SECTION("float16") { extreme_cases<Half>(rng); }
+  SECTION("bfloat16") { extreme_cases<BFloat16>(rng); }
+  SECTION("int32") { extreme_cases<int32_t>(rng); }
+}
+
+TEST_CASE("run_moments: var's count, mean and M2 in one pass match float64", "[kernels][reduce]") {
+  std::mt19937_64 rng(78);
+  SECTION("float32") { moment_cases<float>(rng, 1e-5); }
+  SECTION("float64") { moment_cases<double>(rng, 1e-13); }
+  SECTION("float16") { moment_cases<Half>(rng, 1e-5); }
+  SECTION("bfloat16") { moment_cases<BFloat16>(rng, 1e-5); }
+}
