@@ -4,7 +4,7 @@
 Runs the seed FashionMNIST CNN (the same layers as nn::Network) in PyTorch on the
 same IDX files, and prints ONE line of JSON on stdout with its timings and memory:
 
-  torch_seed_net.py train --threads 2 --batch-sizes 100,1000
+  torch_seed_net.py train --threads 2 --batch-sizes 100,1000 [--amp bf16]
   torch_seed_net.py infer --threads 2 --calls1 2000 --calls1000 20 [--weights W.safetensors]
   torch_seed_net.py export --weights W.safetensors --ember-logits L.npy --out DIR
 
@@ -13,7 +13,10 @@ training images, shuffled by plain index batching (a torch.randperm, then x[idx]
 per batch; the same as DataLoader(TensorDataset, shuffle=True, num_workers=0) but
 without its per-sample collation, so it is PyTorch's faster way). The model and
 optimizer are fresh for the timed epoch; a throw-away model trains a few batches
-first to warm up oneDNN's primitive caches and the allocator.
+first to warm up oneDNN's primitive caches and the allocator. --amp bf16 runs
+the forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16), the
+recipe PyTorch documents for CPU mixed precision (no GradScaler: bfloat16 has
+float32's exponent range, and PyTorch 1.13's GradScaler is CUDA-only).
 
 infer: eval mode under torch.no_grad() (or torch.inference_mode() with
 --inference-mode); median latency of a batch of 1 (the first test image) and
@@ -154,9 +157,10 @@ def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def train_epoch(net, opt, x, y, batch_size, gen, max_batches=None):
+def train_epoch(net, opt, x, y, batch_size, gen, max_batches=None, amp=None):
     """One shuffled pass; returns the mean loss. loss.item() each step, as a
-    training loop that logs its loss does (Ember's suite does the same)."""
+    training loop that logs its loss does (Ember's suite does the same). With
+    amp (a dtype) the forward and the loss run under CPU autocast."""
     n = x.shape[0]
     perm = torch.randperm(n, generator=gen)
     total, batches = 0.0, 0
@@ -164,7 +168,8 @@ def train_epoch(net, opt, x, y, batch_size, gen, max_batches=None):
         if max_batches is not None and batches >= max_batches:
             break
         idx = perm[start:start + batch_size]
-        loss = F.cross_entropy(net(x[idx]), y[idx])
+        with torch.autocast("cpu", dtype=amp or torch.bfloat16, enabled=amp is not None):
+            loss = F.cross_entropy(net(x[idx]), y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -185,20 +190,22 @@ def accuracy(net, x, y):
 def run_train(args, out):
     x, y = load(args.root, True)
     tx, ty = load(args.root, False)
+    amp = {"bf16": torch.bfloat16, None: None}[args.amp]
+    out["amp"] = args.amp
     out["train"] = []
     for bs in args.batch_sizes:
         can_reset = reset_peak_rss()
         torch.manual_seed(0)
         warm = Network()
         warm_opt = torch.optim.Adam(warm.parameters(), lr=0.01)
-        train_epoch(warm, warm_opt, x, y, bs, torch.Generator().manual_seed(1), max_batches=5)
+        train_epoch(warm, warm_opt, x, y, bs, torch.Generator().manual_seed(1), max_batches=5, amp=amp)
         del warm, warm_opt
         torch.manual_seed(0)
         net = Network()
         opt = torch.optim.Adam(net.parameters(), lr=0.01)
         gen = torch.Generator().manual_seed(0)
         t0 = time.perf_counter()
-        loss = train_epoch(net, opt, x, y, bs, gen)
+        loss = train_epoch(net, opt, x, y, bs, gen, amp=amp)
         seconds = time.perf_counter() - t0
         out["train"].append({
             "batch_size": bs, "s_per_epoch": seconds, "mean_loss": loss,
@@ -275,6 +282,8 @@ def main():
     p.add_argument("--calls1000", type=int, default=20)
     p.add_argument("--inference-mode", action="store_true",
                    help="infer under torch.inference_mode() instead of torch.no_grad()")
+    p.add_argument("--amp", choices=["bf16"], default=None,
+                   help="train: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument("--weights", help="infer, export: nn::Network's parameters as safetensors")
     p.add_argument("--ember-logits", help="export: Ember's logits for the first 1000 test images (.npy)")
     p.add_argument("--out", help="export: the folder for seed_net.onnx and seed_net_input_0.pb")
