@@ -122,11 +122,10 @@ void infer_suite(const Options& opt, Report& report) {
   if (torch_missing.empty()) {
     serialize::save_safetensors(net.state_dict(), weights);
     serialize::save_npy((scratch.path / "ember_logits.npy").string(), check);
-  }
-  if (torch_missing.empty())
     std::printf("infer: peer pytorch on ember's weights, %s\n", torch_peer_environment(opt.threads).c_str());
-  else
+  } else {
     std::printf("infer: peer pytorch: none (%s)\n", torch_missing.c_str());
+  }
 
   // ONNX Runtime runs the model PyTorch exports from the same weights, once the
   // exported model's logits match Ember's.
