@@ -36,7 +36,7 @@ std::vector<Suite> suites() {
 }
 
 void Report::print_header() {
-  std::printf("%-12s %-24s %-26s %10s %-10s %10s %10s %11s %11s\n", "suite", "case", "unit",
+  std::printf("%-12s %-24s %-26s %10s %-16s %10s %10s %11s %11s\n", "suite", "case", "unit",
               "ember", "peer_name", "peer", "floor", "ember/peer", "ember/floor");
 }
 
@@ -45,7 +45,7 @@ void Report::add(Record r) {
   std::optional<double> vs_peer, vs_floor;
   if (r.peer && *r.peer > 0) vs_peer = r.ember / *r.peer;
   if (r.floor && *r.floor > 0) vs_floor = r.ember / *r.floor;
-  std::printf("%-12s %-24s %-26s %10.3g %-10s %10s %10s %11s %11s\n", r.suite.c_str(),
+  std::printf("%-12s %-24s %-26s %10.3g %-16s %10s %10s %11s %11s\n", r.suite.c_str(),
               r.case_name.c_str(), r.unit.c_str(), r.ember,
               r.peer_name.empty() ? "-" : r.peer_name.c_str(), fmt(r.peer, "%.1f").c_str(),
               fmt(r.floor, "%.1f").c_str(), fmt(vs_peer, "%.2f").c_str(),

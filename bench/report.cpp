@@ -71,7 +71,7 @@ double load_average() {
 std::string suite_svg(const std::string& suite, const std::vector<Record>& records, const RunContext& ctx) {
   // Layout: a label column, then bars up to `bar_w` wide; per case one row per
   // series present, a gap between cases; a legend on top, the caption below.
-  const int label_w = 330, bar_w = 380, value_w = 90, row_h = 14, gap = 10, top = 56;
+  const int label_w = 330, bar_w = 380, value_w = 200, row_h = 14, gap = 10, top = 56;
   const int width = label_w + bar_w + value_w + 20;
   struct Series {
     const char* name;
@@ -95,7 +95,7 @@ std::string suite_svg(const std::string& suite, const std::vector<Record>& recor
            << "\" height=\"" << row_h - 2 << "\" fill=\"" << series->color << "\"><title>" << escape(who, false)
            << ": " << format(value) << " " << escape(r.unit, false) << "</title></rect>\n";
       body << "<text x=\"" << label_w + w + 4 << "\" y=\"" << y + row_h - 3 << "\" class=\"value\">" << format(value)
-           << "</text>\n";
+           << (series == &peer && !r.peer_name.empty() ? " " + escape(r.peer_name, false) : "") << "</text>\n";
       y += row_h;
     }
     y += gap;

@@ -2,9 +2,10 @@
 // parse. DIR/report.md has one table per suite (Ember, peer, floor and the two
 // ratios) and embeds DIR/<suite>.svg, a bar chart the bench draws itself: per
 // case, Ember, the peer and the floor side by side, each bar scaled to the
-// largest of the three so cases of different units share one chart. The caption
-// names the machine, the CPU kernels chosen and the load during the run, because
-// figures from a shared machine mean little without them.
+// largest of the three so cases of different units share one chart, the peer's
+// bar labelled with the peer's name (a case may have one record per peer). The
+// caption names the machine, the CPU kernels chosen and the load during the run,
+// because figures from a shared machine mean little without them.
 #pragma once
 
 #include <string>

@@ -14,14 +14,12 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "bench/floors.h"
 #include "bench/harness.h"
-#include "bench/torch_peer.h"
+#include "bench/ort_peer.h"
 #include "ember.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
@@ -34,8 +32,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 const std::string kModels = std::string(EMBER_BENCH_SOURCE_DIR) + "/../tests/onnx/models/";
-const std::string kOrtScript = std::string(EMBER_BENCH_SOURCE_DIR) + "/peers/ort_bench.js";
-const std::string kOrtPackage = std::string(EMBER_BENCH_SOURCE_DIR) + "/peers/ort/node_modules/onnxruntime-node";
 constexpr int kRounds = 3;
 
 struct ModelCase {
@@ -93,22 +89,6 @@ std::pair<double, double> sums(const Tensor& y) {
   double s = 0, a = 0;
   for (float v : y.contiguous().to_vector<float>()) s += v, a += std::abs(v);
   return {s, a};
-}
-
-std::string find_node() {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');)
-    if (!dir.empty() && access((dir + "/node").c_str(), X_OK) == 0) return dir + "/node";
-  return "";
-}
-
-// "" when the peer can run, else why not.
-std::string ort_missing(const std::string& node) {
-  if (node.empty()) return "node not found on PATH (scripts/install-deps installs nodejs)";
-  if (access((kOrtPackage + "/package.json").c_str(), R_OK) != 0)
-    return kOrtPackage + " not found (scripts/install-ort installs it)";
-  return "";
 }
 
 // Where the time of one batch-1 call goes: the plan's steps run as Plan::run runs
@@ -194,11 +174,10 @@ void onnx_suite(const Options& opt, Report& report) {
   std::printf("onnx: ember kernels: gemm %s, isa %s (convolution, pooling, softmax and elementwise tables), "
               "%d threads\n",
               cpu::gemm_kernel_name(), cpu::isa_name(cpu::active_isa()), opt.threads);
-  const std::string node = find_node();
-  const std::string missing = ort_missing(node);
+  const std::string missing = ort_peer_missing();
   if (missing.empty())
     std::printf("onnx: peer onnxruntime-node (%s), CPU provider, intra-op %d threads, inter-op 1, sequential, "
-                "all graph optimizations\n", node.c_str(), opt.threads);
+                "all graph optimizations\n", ort_peer_node().c_str(), opt.threads);
   else
     std::printf("onnx: peer: none (%s)\n", missing.c_str());
   const double peak = measured_fma_peak_gflops(opt.threads) * 1e9;
@@ -232,10 +211,7 @@ void onnx_suite(const Options& opt, Report& report) {
         }
         if (!peer_ok) continue;
         std::string why;
-        const auto j = run_json_child({node, kOrtScript, "--model", path, "--input", input, "--batch",
-                                       std::to_string(bc.batch), "--threads", std::to_string(opt.threads),
-                                       "--warmup", std::to_string(bc.warmup), "--iters", std::to_string(bc.calls)},
-                                      {}, &why);
+        const auto j = run_ort_peer(path, input, bc.batch, opt.threads, bc.warmup, bc.calls, &why);
         if (!j) {
           std::printf("  onnxruntime peer failed: %s\n", why.c_str());
           peer_ok = false;
@@ -255,17 +231,11 @@ void onnx_suite(const Options& opt, Report& report) {
       // Both sides must have computed the same outputs.
       if (ort_s) {
         const auto [s, a] = sums(model.run({x})[0]);
-        const double os = (*ort_last)["output_sum"].get<double>(), oa = (*ort_last)["output_abs_sum"].get<double>();
-        const double tol = 1e-4 * std::max(1.0, oa);
-        if (std::abs(s - os) > tol || std::abs(a - oa) > tol)
-          report.fail("onnx: " + std::string(mc.name) + " batch " + std::to_string(bc.batch) +
-                      ": ember's output sums (" + std::to_string(s) + ", " + std::to_string(a) +
-                      ") differ from onnxruntime's (" + std::to_string(os) + ", " + std::to_string(oa) + ")");
+        std::string why;
+        if (!ort_sums_agree(s, a, *ort_last, &why))
+          report.fail("onnx: " + std::string(mc.name) + " batch " + std::to_string(bc.batch) + ": " + why);
       }
-      std::string peer_name = "onnxruntime-1.30";
-      if (ort_last) peer_name = "onnxruntime-" + (*ort_last)["ort"].get<std::string>().substr(0, 4);
-      if (!missing.empty()) peer_name += " (absent)";
-      else if (!peer_ok) peer_name += " (failed)";
+      const std::string peer_name = ort_peer_name(ort_last, !missing.empty(), !peer_ok);
       Record r;
       r.suite = "onnx";
       r.case_name = std::string(mc.name) + (bc.batch == 1 ? " batch 1 median" : " batch 1000 median");

@@ -4,9 +4,15 @@
 // the same epoch in PyTorch (bench/peers/torch_seed_net.py). The floor is the
 // epoch's multiply-adds at the measured FMA peak. Also each case's peak RSS.
 //
+// Mixed precision: the batch-100 epoch once more with the forward and the loss
+// under autocast bfloat16 and backward/step through a GradScaler, as
+// train_fashion_mnist --amp bf16 runs it (train_epoch.cpp), next to PyTorch's epoch
+// under torch.autocast("cpu", dtype=torch.bfloat16); and the ratio of that epoch to
+// the float32 one on each side, since the AMP target is to beat float32.
+//
 // Each case warms up on a throw-away model (a few batches), then times a fresh
 // model's first epoch, loss.item() read every step as a logging loop does. The
-// two frameworks alternate, one epoch per batch size each round, the peer in a
+// two frameworks alternate, one epoch per case each round, the peer in a
 // new Python process per epoch; each side keeps its fastest round. Peak
 // RSS: the kernel's high-water mark reset (torch_peer.h) once the data is loaded,
 // read after the case: the process's peak during that case, data set included.
@@ -17,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,9 +41,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const int64_t kBatchSizes[] = {100, 1000};
+// The epochs timed: batch size, and the autocast dtype (none: float32).
+struct TrainCase {
+  int64_t batch_size;
+  std::optional<DType> amp;
+  std::string label() const { return "b=" + std::to_string(batch_size) + (amp ? " amp bf16" : ""); }
+};
+// The AMP epoch runs right after its float32 twin, so that the ratio of the two
+// compares epochs from the same stretch of machine load.
+constexpr TrainCase kTrainCases[] = {{100, std::nullopt}, {100, kBFloat16}, {1000, std::nullopt}};
+static_assert(!kTrainCases[0].amp && kTrainCases[1].amp && kTrainCases[1].batch_size == kTrainCases[0].batch_size,
+              "the amp / float32 ratio record divides case 1 by case 0");
 constexpr int kWarmupBatches = 5;
-// Ember and PyTorch epochs alternate, each batch size in turn, so that a burst of
+// Ember and PyTorch epochs alternate, each case in turn, so that a burst of
 // load from elsewhere on the machine falls on both; each keeps its fastest epoch.
 constexpr int kRounds = 2;
 constexpr const char* kPeerBatching = "plain shuffled index batching: randperm, then x[idx] per batch";
@@ -46,14 +63,14 @@ struct EpochResult {
 };
 
 EpochResult run_epoch(const data::FashionMNIST& train_set, const data::FashionMNIST& test_set,
-                      int64_t batch_size) {
+                      int64_t batch_size, std::optional<DType> amp) {
   const data::DataLoader::Options options{.batch_size = batch_size, .shuffle = true, .seed = 0};
   data::DataLoader loader(train_set.images(), train_set.labels(), options);
   {
     manual_seed(1);
     auto warm = std::make_shared<nn::Network>();
     nn::optim::Adam warm_opt(warm->parameters(), 0.01);
-    train_pass(*warm, warm_opt, loader, kCPU, 1, kWarmupBatches);
+    train_pass(*warm, warm_opt, loader, kCPU, 1, kWarmupBatches, amp);
   }
   manual_seed(0);
   // Modules are shared_ptr-owned (Module::named_modules uses shared_from_this).
@@ -61,7 +78,7 @@ EpochResult run_epoch(const data::FashionMNIST& train_set, const data::FashionMN
   nn::optim::Adam opt(net->parameters(), 0.01);
   EpochResult r;
   const auto t0 = Clock::now();
-  r.mean_loss = train_pass(*net, opt, loader, kCPU, 0);
+  r.mean_loss = train_pass(*net, opt, loader, kCPU, 0, 0, amp);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.peak_rss = peak_rss_mib();
   r.accuracy = test_accuracy(*net, test_set);
@@ -103,23 +120,26 @@ void train_suite(const Options& opt, Report& report) {
     std::printf("train: peer pytorch (%s), %s\n", kPeerBatching, torch_peer_environment(opt.threads).c_str());
   else
     std::printf("train: peer: none (%s)\n", why.c_str());
+  std::printf("train: amp bf16: ember autocast bfloat16 + GradScaler (as train_fashion_mnist --amp bf16); "
+              "pytorch torch.autocast(\"cpu\", dtype=torch.bfloat16), no GradScaler (CUDA-only in 1.13)\n");
   std::fflush(stdout);
 
-  constexpr size_t kCases = std::size(kBatchSizes);
+  constexpr size_t kCases = std::size(kTrainCases);
   std::vector<EpochResult> ember(kCases);
   std::vector<std::optional<double>> peer_s(kCases), peer_rss(kCases);
   bool peak_reset = true, peer_failed = false;
   for (int round = 0; round < kRounds; ++round) {
     for (size_t i = 0; i < kCases; ++i) {
-      const int64_t bs = kBatchSizes[i];
+      const TrainCase& tc = kTrainCases[i];
+      const int64_t bs = tc.batch_size;
       cpu_empty_cache();
       peak_reset = reset_peak_rss() && peak_reset;
-      const EpochResult r = run_epoch(train_set, test_set, bs);
-      std::printf("  round %d b=%-5lld ember   %7.3f s/epoch  mean loss %.4f  test accuracy %.4f  peak RSS %4.0f MiB  (load %.2f)\n",
-                  round + 1, static_cast<long long>(bs), r.seconds, r.mean_loss, r.accuracy, r.peak_rss, load1());
+      const EpochResult r = run_epoch(train_set, test_set, bs, tc.amp);
+      std::printf("  round %d %-14s ember   %7.3f s/epoch  mean loss %.4f  test accuracy %.4f  peak RSS %4.0f MiB  (load %.2f)\n",
+                  round + 1, tc.label().c_str(), r.seconds, r.mean_loss, r.accuracy, r.peak_rss, load1());
       std::fflush(stdout);
       if (!std::isfinite(r.mean_loss) || r.mean_loss > std::log(10.0) || r.accuracy < 0.5)
-        report.fail("train b=" + std::to_string(bs) + ": the epoch did not learn (mean loss " +
+        report.fail("train " + tc.label() + ": the epoch did not learn (mean loss " +
                     std::to_string(r.mean_loss) + ", accuracy " + std::to_string(r.accuracy) + ")");
       // The smallest peak over rounds: memory the C library kept from an earlier
       // case only raises the starting point, never what the case itself needs.
@@ -128,8 +148,9 @@ void train_suite(const Options& opt, Report& report) {
       ember[i].peak_rss = least_rss;
 
       if (!have_peer || peer_failed) continue;
-      const std::optional<nlohmann::json> peer =
-          run_torch_peer({"train", "--batch-sizes", std::to_string(bs)}, opt.threads, &why);
+      std::vector<std::string> args = {"train", "--batch-sizes", std::to_string(bs)};
+      if (tc.amp) args.insert(args.end(), {"--amp", "bf16"});
+      const std::optional<nlohmann::json> peer = run_torch_peer(args, opt.threads, &why);
       const nlohmann::json* c = peer_case(peer, bs);
       if (!c) {
         std::printf("  pytorch peer failed: %s\n", peer ? "no result for this batch size" : why.c_str());
@@ -137,9 +158,9 @@ void train_suite(const Options& opt, Report& report) {
         continue;
       }
       const double s = (*c)["s_per_epoch"].get<double>(), rss = (*c)["peak_rss_mib"].get<double>();
-      std::printf("  round %d b=%-5lld pytorch %7.3f s/epoch  mean loss %.4f  test accuracy %.4f  peak RSS %4.0f MiB  (load %.2f; "
+      std::printf("  round %d %-14s pytorch %7.3f s/epoch  mean loss %.4f  test accuracy %.4f  peak RSS %4.0f MiB  (load %.2f; "
                   "torch %s, %d threads, %s, process max RSS %.0f MiB)\n",
-                  round + 1, static_cast<long long>(bs), s, (*c)["mean_loss"].get<double>(),
+                  round + 1, tc.label().c_str(), s, (*c)["mean_loss"].get<double>(),
                   (*c)["test_accuracy"].get<double>(), rss, load1(), (*peer)["torch"].get<std::string>().c_str(),
                   (*peer)["threads"].get<int>(), (*peer)["mkldnn"].get<bool>() ? "oneDNN" : "no oneDNN",
                   (*peer)["process_max_rss_mib"].get<double>());
@@ -155,7 +176,7 @@ void train_suite(const Options& opt, Report& report) {
   for (size_t i = 0; i < kCases; ++i) {
     Record r;
     r.suite = "train";
-    r.case_name = "epoch b=" + std::to_string(kBatchSizes[i]);
+    r.case_name = "epoch " + kTrainCases[i].label();
     r.unit = "s/epoch (lower is better)";
     r.ember = ember[i].seconds;
     r.peer_name = peer_name;
@@ -163,11 +184,23 @@ void train_suite(const Options& opt, Report& report) {
     r.floor = kTrainFlopsPerImage * double(train_set.size()) / (peak_gflops * 1e9);
     report.add(std::move(r));
   }
+  // The AMP epoch over the float32 one at the same batch size, on each side (the
+  // best of each over the rounds): the target for Ember is at most 0.7.
+  {
+    Record r;
+    r.suite = "train";
+    r.case_name = "amp bf16 / f32 b=100";
+    r.unit = "ratio (lower is better)";
+    r.ember = ember[1].seconds / ember[0].seconds;
+    r.peer_name = peer_name;
+    if (peer_s[0] && peer_s[1]) r.peer = *peer_s[1] / *peer_s[0];
+    report.add(std::move(r));
+  }
   for (size_t i = 0; i < kCases; ++i) {
     Record r;
     r.suite = "train";
-    r.case_name = "peak RSS b=" + std::to_string(kBatchSizes[i]) + (peak_reset ? "" : " (process)");
-    r.unit = "MiB";
+    r.case_name = "peak RSS " + kTrainCases[i].label() + (peak_reset ? "" : " (process)");
+    r.unit = "MiB (lower is better)";
     r.ember = ember[i].peak_rss;
     r.peer_name = peer_name;
     r.peer = peer_rss[i];

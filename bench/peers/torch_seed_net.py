@@ -4,19 +4,33 @@
 Runs the seed FashionMNIST CNN (the same layers as nn::Network) in PyTorch on the
 same IDX files, and prints ONE line of JSON on stdout with its timings and memory:
 
-  torch_seed_net.py train --threads 2 --batch-sizes 100,1000
-  torch_seed_net.py infer --threads 2 --calls1 2000 --calls1000 20
+  torch_seed_net.py train --threads 2 --batch-sizes 100,1000 [--amp bf16]
+  torch_seed_net.py infer --threads 2 --calls1 2000 --calls1000 20 [--weights W.safetensors]
+  torch_seed_net.py export --weights W.safetensors --ember-logits L.npy --out DIR
 
 train: one epoch per batch size of Adam(lr=0.01) with cross-entropy over the 60000
 training images, shuffled by plain index batching (a torch.randperm, then x[idx]
 per batch; the same as DataLoader(TensorDataset, shuffle=True, num_workers=0) but
 without its per-sample collation, so it is PyTorch's faster way). The model and
 optimizer are fresh for the timed epoch; a throw-away model trains a few batches
-first to warm up oneDNN's primitive caches and the allocator.
+first to warm up oneDNN's primitive caches and the allocator. --amp bf16 runs
+the forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16), the
+recipe PyTorch documents for CPU mixed precision (no GradScaler: bfloat16 has
+float32's exponent range, and PyTorch 1.13's GradScaler is CUDA-only).
 
 infer: eval mode under torch.no_grad() (or torch.inference_mode() with
 --inference-mode); median latency of a batch of 1 (the first test image) and
-median time of a batch of 1000 (the first 1000 test images), after warm-up.
+median time of a batch of 1000 (the first 1000 test images), after warm-up. With
+--weights (a safetensors file of nn::Network's parameters, as the infer suite
+writes them) the model runs Ember's weights, and the sums of its batch-1000
+logits are printed so that the suite can check both ran the same model.
+
+export: the infer suite's ONNX Runtime peer gets its model here. Loads --weights,
+exports the network in eval mode with torch.onnx.export (opset 13, batch axis
+dynamic) to DIR/seed_net.onnx, and writes the first 1000 test images to
+DIR/seed_net_input_0.pb (an onnx TensorProto, the input bench/peers/ort_bench.js
+reads). Before any timing, PyTorch's logits for those images are compared with
+Ember's (--ember-logits, a .npy) and the largest difference is printed.
 
 Memory: each case's peak RSS (the kernel's VmHWM, reset through
 /proc/self/clear_refs just before the case, once the data is loaded, so it counts
@@ -83,6 +97,48 @@ def load(root, train):
     return x.contiguous(), y
 
 
+def read_safetensors(path):
+    """The F32 tensors of a safetensors file (8-byte header length, JSON header,
+    data), as a state dict."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] != "F32":
+            raise ValueError(f"{path}: {name} is {info['dtype']}, not F32")
+        begin, end = info["data_offsets"]
+        data = np.frombuffer(blob[8 + n + begin:8 + n + end], dtype="<f4").reshape(info["shape"])
+        out[name] = torch.from_numpy(data.copy())
+    return out
+
+
+def write_tensor_proto(t, path):
+    """A float32 tensor as a serialized onnx.TensorProto (dims = field 1, data_type
+    = field 2 with FLOAT = 1, raw_data = field 9), written by hand so that the
+    bench needs no onnx Python package."""
+    def varint(v):
+        out = bytearray()
+        while True:
+            b = v & 0x7F
+            v >>= 7
+            out.append(b | (0x80 if v else 0))
+            if not v:
+                return bytes(out)
+    raw = t.detach().contiguous().numpy().astype("<f4").tobytes()
+    msg = b"".join(b"\x08" + varint(d) for d in t.shape)
+    msg += b"\x10" + varint(1) + b"\x4a" + varint(len(raw)) + raw
+    with open(path, "wb") as f:
+        f.write(msg)
+
+
+def logit_sums(y):
+    return {"output_sum": float(y.double().sum()), "output_abs_sum": float(y.double().abs().sum())}
+
+
 def reset_peak_rss():
     """Resets VmHWM to the current RSS; False where the kernel does not allow it."""
     try:
@@ -101,9 +157,10 @@ def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def train_epoch(net, opt, x, y, batch_size, gen, max_batches=None):
+def train_epoch(net, opt, x, y, batch_size, gen, max_batches=None, amp=None):
     """One shuffled pass; returns the mean loss. loss.item() each step, as a
-    training loop that logs its loss does (Ember's suite does the same)."""
+    training loop that logs its loss does (Ember's suite does the same). With
+    amp (a dtype) the forward and the loss run under CPU autocast."""
     n = x.shape[0]
     perm = torch.randperm(n, generator=gen)
     total, batches = 0.0, 0
@@ -111,7 +168,8 @@ def train_epoch(net, opt, x, y, batch_size, gen, max_batches=None):
         if max_batches is not None and batches >= max_batches:
             break
         idx = perm[start:start + batch_size]
-        loss = F.cross_entropy(net(x[idx]), y[idx])
+        with torch.autocast("cpu", dtype=amp or torch.bfloat16, enabled=amp is not None):
+            loss = F.cross_entropy(net(x[idx]), y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -132,20 +190,22 @@ def accuracy(net, x, y):
 def run_train(args, out):
     x, y = load(args.root, True)
     tx, ty = load(args.root, False)
+    amp = {"bf16": torch.bfloat16, None: None}[args.amp]
+    out["amp"] = args.amp
     out["train"] = []
     for bs in args.batch_sizes:
         can_reset = reset_peak_rss()
         torch.manual_seed(0)
         warm = Network()
         warm_opt = torch.optim.Adam(warm.parameters(), lr=0.01)
-        train_epoch(warm, warm_opt, x, y, bs, torch.Generator().manual_seed(1), max_batches=5)
+        train_epoch(warm, warm_opt, x, y, bs, torch.Generator().manual_seed(1), max_batches=5, amp=amp)
         del warm, warm_opt
         torch.manual_seed(0)
         net = Network()
         opt = torch.optim.Adam(net.parameters(), lr=0.01)
         gen = torch.Generator().manual_seed(0)
         t0 = time.perf_counter()
-        loss = train_epoch(net, opt, x, y, bs, gen)
+        loss = train_epoch(net, opt, x, y, bs, gen, amp=amp)
         seconds = time.perf_counter() - t0
         out["train"].append({
             "batch_size": bs, "s_per_epoch": seconds, "mean_loss": loss,
@@ -171,13 +231,18 @@ def run_infer(args, out):
     can_reset = reset_peak_rss()
     torch.manual_seed(0)
     net = Network().eval()
+    if args.weights:
+        net.load_state_dict(read_safetensors(args.weights))
     x1 = tx[:1].contiguous()
     x1000 = tx[:1000].contiguous()
     guard = torch.inference_mode if args.inference_mode else torch.no_grad
     with guard():
         med1, best1 = median_seconds(lambda: net(x1), max(args.calls1 // 10, 50), args.calls1)
         med1000, best1000 = median_seconds(lambda: net(x1000), 3, args.calls1000)
+        sums = logit_sums(net(x1000))
     out["infer"] = {
+        "weights": args.weights or "torch.manual_seed(0)",
+        "batch1000_output_sum": sums["output_sum"], "batch1000_output_abs_sum": sums["output_abs_sum"],
         "guard": "inference_mode" if args.inference_mode else "no_grad",
         "batch1_median_us": med1 * 1e6, "batch1_best_us": best1 * 1e6, "batch1_calls": args.calls1,
         "batch1000_median_ms": med1000 * 1e3, "batch1000_best_ms": best1000 * 1e3,
@@ -186,9 +251,29 @@ def run_infer(args, out):
     }
 
 
+def run_export(args, out):
+    if not args.weights or not args.out:
+        raise SystemExit("export needs --weights and --out")
+    tx, _ = load(args.root, False)
+    net = Network().eval()
+    net.load_state_dict(read_safetensors(args.weights))
+    x = tx[:1000].contiguous()
+    model = os.path.join(args.out, "seed_net.onnx")
+    images = os.path.join(args.out, "seed_net_input_0.pb")
+    torch.onnx.export(net, (x[:1],), model, opset_version=13, input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "N"}, "output": {0: "N"}}, do_constant_folding=True)
+    write_tensor_proto(x, images)
+    with torch.no_grad():
+        y = net(x)
+    out["export"] = {"model": model, "input": images, "opset": 13, **logit_sums(y)}
+    if args.ember_logits:
+        ember = torch.from_numpy(np.load(args.ember_logits))
+        out["export"]["max_abs_diff_vs_ember"] = float((y - ember).abs().max())
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["train", "infer"])
+    p.add_argument("mode", choices=["train", "infer", "export"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--root", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--batch-sizes", default="100,1000",
@@ -197,6 +282,11 @@ def main():
     p.add_argument("--calls1000", type=int, default=20)
     p.add_argument("--inference-mode", action="store_true",
                    help="infer under torch.inference_mode() instead of torch.no_grad()")
+    p.add_argument("--amp", choices=["bf16"], default=None,
+                   help="train: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
+    p.add_argument("--weights", help="infer, export: nn::Network's parameters as safetensors")
+    p.add_argument("--ember-logits", help="export: Ember's logits for the first 1000 test images (.npy)")
+    p.add_argument("--out", help="export: the folder for seed_net.onnx and seed_net_input_0.pb")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -209,10 +299,7 @@ def main():
         "env": {k: os.environ.get(k) for k in
                 ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")},
     }
-    if args.mode == "train":
-        run_train(args, out)
-    else:
-        run_infer(args, out)
+    {"train": run_train, "infer": run_infer, "export": run_export}[args.mode](args, out)
     out["process_max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps(out), flush=True)
 

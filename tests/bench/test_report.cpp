@@ -63,6 +63,9 @@ TEST_CASE("bench report: tables with the ratios, one chart per suite", "[bench]"
   // each case's largest value spans the full bar width (380), the others in proportion
   CHECK(svg.find("width=\"380\" height=\"12\" fill=\"#d9480f\"") != std::string::npos);  // Ember's 30 us
   CHECK(svg.find("width=\"253\" height=\"12\" fill=\"#1c7ed6\"") != std::string::npos);  // 20/30 of it
+  // the peer's bar says which peer it is (a case may have one record per peer)
+  CHECK(svg.find("class=\"value\">20 onnxruntime-1.30</text>") != std::string::npos);
+  CHECK(svg.find("class=\"value\">30</text>") != std::string::npos);  // Ember's value alone
   CHECK(svg.find("Test CPU, 2 cores online; 2 threads") != std::string::npos);
   CHECK(std::filesystem::exists(dir / "softmax.svg"));
   std::filesystem::remove_all(dir);
