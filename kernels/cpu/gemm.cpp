@@ -97,10 +97,11 @@ int64_t thread_cpu_ns() {
 // m = 4: 34 -> 14, m = 8: 42 -> 27, m = 14: 51 -> 54 (packing wins from there).
 constexpr int64_t kFewRows = 8;
 
-// A few-rows product (GemmKernel::rows) with this many multiply-adds per row is split over a
-// team: about 20 us of streaming B on one core, against a microsecond or two to
-// start an awake team.
-constexpr double kRowTeamWork = 128.0 * 1024;
+// A few-rows product (GemmKernel::rows) of this many multiply-adds is split over a
+// team by columns of B. Measured on 2 threads (n = 256, k = 784, medians): one row
+// (200K) 10.6 us alone against 11.0 split, so it stays on its thread; 3 rows 27 ->
+// 21 us and 8 rows 36 -> 29 us split.
+constexpr double kRowTeamWork = 512.0 * 1024;
 
 // A product of this many multiply-adds takes a hundred microseconds or more on a
 // team, enough that reading each thread's CPU clock (a system call) costs <1%.
@@ -378,15 +379,12 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
     std::swap(c_rs, c_cs);
   }
   // A few rows of A (a batch-1 or small-batch Linear): passes over B in its own
-  // layout beat packing it (see kFewRows). Each pass streams B from cache at about
-  // one load per multiply-add (per row of the pass), so the cache's bandwidth sets
-  // its speed; from kRowTeamWork multiply-adds per row B's columns are split over a
-  // team, and each core streams its share from its own L2, where it stays between
-  // calls.
+  // layout beat packing it (see kFewRows). From kRowTeamWork multiply-adds B's
+  // columns are split over the team.
   if (kern.rows && m <= kFewRows && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
       double(n) * double(k) < 4 * kSerialWork) {
     int nt = 1;
-    if (!omp_in_parallel() && double(n) * double(k) >= kRowTeamWork && team_health.threads_ok())
+    if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kRowTeamWork && team_health.threads_ok())
       nt = int(std::min<int64_t>(get_num_threads(), n / 64));
     if (nt <= 1) {
       kern.rows(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
