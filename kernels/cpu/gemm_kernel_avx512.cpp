@@ -9,6 +9,7 @@
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/gemm_kernel_impl.h"
+#include "kernels/cpu/transpose16_avx512.h"
 
 namespace ember::cpu::gemm_detail {
 namespace {
@@ -30,39 +31,9 @@ struct F32x16 {
   EMBER_OPS_INLINE V loadn(const T* p, int n) { return _mm512_maskz_loadu_ps(first(n), p); }
   EMBER_OPS_INLINE void storen(T* p, V v, int n) { _mm512_mask_storeu_ps(p, first(n), v); }
 
-  // A 16x16 transpose in four rounds of two-source shuffles: 32-bit interleave,
-  // 64-bit interleave (each 128-bit lane then holds four rows of one column), and
-  // two rounds that transpose the 4x4 grid of 128-bit lanes. Missing rows read as
-  // zero and the stores write only `rows` lanes, so panels of MR < 16 rows work.
+  // Packing's 16 x 16 transpose (transpose16_avx512.h).
   EMBER_OPS_INLINE void transpose(const T* src, int64_t ld, int rows, T* dst, int64_t dst_ld) {
-    V r[16], t[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld) : zero();
-#pragma GCC unroll 8
-    for (int i = 0; i < 16; i += 2) {
-      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    // u[g][c] -> r[4g + c]: rows 4g..4g+3 of column 4L+c in lane L.
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      r[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-      r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-      r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-      r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-    const __mmask16 keep = __mmask16((1u << rows) - 1);
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const V v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
-      const V v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
-      const V v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
-      const V v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
-      _mm512_mask_storeu_ps(dst + (0 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v0, v2, 0x88));
-      _mm512_mask_storeu_ps(dst + (4 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v0, v2, 0xDD));
-      _mm512_mask_storeu_ps(dst + (8 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v1, v3, 0x88));
-      _mm512_mask_storeu_ps(dst + (12 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v1, v3, 0xDD));
-    }
+    transpose16x16_32bit(src, ld * int64_t(sizeof(T)), rows, dst, dst_ld);
   }
 };
 

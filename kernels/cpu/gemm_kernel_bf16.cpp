@@ -19,6 +19,8 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX512_BF16)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
+#include "kernels/cpu/transpose16_avx512.h"
+
 namespace ember::cpu::gemm_detail {
 namespace {
 
@@ -45,41 +47,11 @@ inline __m512i interleave_hi(__m512i r0, __m512i r1) {
   return _mm512_permutex2var_epi16(r0, idx, r1);
 }
 
-// A 16x16 transpose of bfloat16 pairs (32-bit elements): `rows` rows of 16 pairs at
-// src (rows `ld` bfloat16 values apart, any parity) become 16 rows of `rows` pairs at
-// dst (stride dst_ld pairs). Four rounds of two-source shuffles: 32-bit and 64-bit
-// interleaves inside 128-bit lanes, then two rounds over the 4x4 grid of lanes.
-// Missing rows read as zero and are not stored.
+// A 16x16 transpose of bfloat16 pairs (32-bit elements, transpose16_avx512.h): `rows`
+// rows of 16 pairs at src, rows `ld` bfloat16 values apart (any parity), become 16
+// rows of `rows` pairs at dst (stride dst_ld pairs).
 inline void transpose_pairs(const BFloat16* src, int64_t ld, int rows, uint32_t* dst, int64_t dst_ld) {
-  __m512 r[16], t[16];
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i)
-    r[i] = i < rows ? _mm512_loadu_ps(reinterpret_cast<const float*>(src + i * ld)) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-#pragma GCC unroll 4
-  for (int g = 0; g < 4; ++g) {
-    r[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-    r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-    r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-    r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-  }
-  const __mmask16 keep = __mmask16((1u << rows) - 1);
-  float* d = reinterpret_cast<float*>(dst);
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {
-    const __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
-    const __m512 v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
-    const __m512 v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
-    const __m512 v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
-    _mm512_mask_storeu_ps(d + (0 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v0, v2, 0x88));
-    _mm512_mask_storeu_ps(d + (4 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v0, v2, 0xDD));
-    _mm512_mask_storeu_ps(d + (8 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v1, v3, 0x88));
-    _mm512_mask_storeu_ps(d + (12 + c) * dst_ld, keep, _mm512_shuffle_f32x4(v1, v3, 0xDD));
-  }
+  transpose16x16_32bit(src, ld * int64_t(sizeof(BFloat16)), rows, dst, dst_ld);
 }
 
 // Packs `count` lines of a matrix into pair-major order: out[p * ld_out + l] = the pair

@@ -19,53 +19,17 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_kernel.h"
 #include "kernels/cpu/isa.h"
+#include "support/gemm_matrix.h"
 
 namespace {
 
 using ember::BFloat16;
 using ember::cpu::gemm_bf16;
-
-enum class Layout { Row, Col, PaddedRow, Strided, BcastRows };
-
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Row: return "row";
-    case Layout::Col: return "col";
-    case Layout::PaddedRow: return "padded-row";
-    case Layout::Strided: return "strided";
-    case Layout::BcastRows: return "bcast-rows";
-  }
-  return "?";
-}
-
-// A logical rows x cols matrix in a buffer with the layout's strides. Every buffer
-// element is random, padding included, so a read outside the matrix shows up.
-template <class T>
-struct Mat {
-  int64_t rows = 0, cols = 0, rs = 0, cs = 0;
-  std::vector<T> buf;
-  T& at(int64_t i, int64_t j) { return buf[size_t(i * rs + j * cs)]; }
-};
-
-template <class T>
-Mat<T> make(int64_t rows, int64_t cols, Layout l, std::mt19937& g) {
-  Mat<T> x;
-  x.rows = rows;
-  x.cols = cols;
-  switch (l) {
-    case Layout::Row: x.rs = cols; x.cs = 1; break;
-    case Layout::Col: x.rs = 1; x.cs = rows; break;
-    case Layout::PaddedRow: x.rs = cols + 3; x.cs = 1; break;
-    case Layout::Strided: x.rs = 3 * (2 * cols + 1); x.cs = 2; break;
-    case Layout::BcastRows: x.rs = 0; x.cs = 1; break;
-  }
-  int64_t span = 1;
-  if (rows > 0 && cols > 0) span = (rows - 1) * x.rs + (cols - 1) * x.cs + 1;
-  x.buf.resize(size_t(span + 9));
-  std::uniform_real_distribution<float> d(-2.f, 2.f);
-  for (T& v : x.buf) v = T(d(g));
-  return x;
-}
+using gemm_test::Layout;
+using gemm_test::layout_name;
+using gemm_test::make;
+using gemm_test::Mat;
+using gemm_test::ThreadsGuard;
 
 // C_after = alpha A B + beta C_before within float32 summation error, and nothing
 // written outside C.
@@ -138,18 +102,6 @@ void for_each_path(F&& f) {
   }
   ember::cpu::set_isa("auto");
 }
-
-struct ThreadsGuard {
-  int saved = ember::get_num_threads();
-  explicit ThreadsGuard(int n) {
-    ember::set_num_threads(n);
-    ember::cpu::gemm_detail::set_gemm_thread_backoff(false);
-  }
-  ~ThreadsGuard() {
-    ember::cpu::gemm_detail::set_gemm_thread_backoff(true);
-    ember::set_num_threads(saved);
-  }
-};
 
 const Layout kDense[] = {Layout::Row, Layout::Col};
 
