@@ -144,9 +144,27 @@ struct GemmImpl {
     if constexpr (R > 1) fill_tiles<R - 1>(t);
   }
 
+  // float32 edge tiles (fewer than MR rows) run instantiations of their own, so edge
+  // rows cost nothing. float64, which no hot path of Ember runs (gradient checks,
+  // references), computes a full tile into a buffer and keeps its valid rows: one
+  // instantiation instead of MR keeps the library's size down (about 60 KB in the
+  // AVX-512 kernel set alone).
+  static constexpr bool kEdgeInstances = sizeof(T) == 4;
+
+  static void edge_tile(int64_t kc, const T* a, const T* b, T alpha, T beta, T* c, int64_t c_rs,
+                        int64_t c_cs, int64_t nr, int64_t rows) {
+    alignas(64) T buf[MR * NR];
+    tile<MR>(kc, a, b, T(1), T(0), buf, NR, 1, NR);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < nr; ++j) finish(c + i * c_rs + j * c_cs, buf[i * NR + j], alpha, beta);
+  }
+
   struct TileTable {
     TileFn fn[MR + 1] = {};
-    constexpr TileTable() { fill_tiles<MR>(fn); }
+    constexpr TileTable() {
+      if constexpr (kEdgeInstances) fill_tiles<MR>(fn);
+      else fn[MR] = &tile<MR>;
+    }
   };
   static constexpr TileTable kTiles{};
 
@@ -160,6 +178,11 @@ struct GemmImpl {
       const int64_t rows = imin(MR, mc - i0);
       const TileFn fn = kTiles.fn[rows];
       for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+        if (!kEdgeInstances && rows < MR) {
+          edge_tile(kc, pa + i0 * kc, pb + j0 * kc, alpha, beta, c + i0 * c_rs + j0 * c_cs, c_rs,
+                    c_cs, imin(NR, nc - j0), rows);
+          continue;
+        }
         fn(kc, pa + i0 * kc, pb + j0 * kc, alpha, beta, c + i0 * c_rs + j0 * c_cs, c_rs, c_cs,
            imin(NR, nc - j0));
       }
@@ -239,7 +262,9 @@ struct GemmImpl {
 
   // How many rows of A one pass over B serves in `rows`: R x C accumulators and C
   // vectors of B must fit the register file (32 zmm; 16 ymm or xmm).
-  static constexpr int kPassRows = W >= 16 ? 4 : 2;
+  // (float64 takes one row per pass: it has no hot path, and every pass size is
+  // code in every kernel set.)
+  static constexpr int kPassRows = sizeof(T) == 8 ? 1 : W >= 16 ? 4 : 2;
 
   // R rows of A times B in one pass over B, read in its own layout (GemmKernel::rows).
   // Rows of B contiguous: 4 vectors of columns accumulate a[i][p] * B[p, j..] over p
@@ -342,10 +367,12 @@ struct GemmImpl {
     c += i * c_rs;
     // The rest as a pass of 2 and one of 1 (a 3-row instantiation measured slower
     // than the 4-row one, and each costs library size in every kernel set).
-    if (left >= 2) {
-      rows_pass<2>(n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
-      a += 2 * a_rs;
-      c += 2 * c_rs;
+    if constexpr (kPassRows > 2) {
+      if (left >= 2) {
+        rows_pass<2>(n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
+        a += 2 * a_rs;
+        c += 2 * c_rs;
+      }
     }
     if (left % 2 == 1) rows_pass<1>(n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
   }
