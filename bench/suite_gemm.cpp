@@ -4,10 +4,16 @@
 // against float64 sums) before it is timed; the two are timed in alternating
 // rounds, best call of all rounds.
 //
+// A few rows of A against a Linear's transposed weight (n = 256, k = 784: the ONNX
+// MLP's first layer at batch 1, 4 and 8), where Ember reads B in place instead of
+// packing it (GemmKernel::rows), beside OpenBLAS.
+//
 // Then bfloat16: Ember's matmul of two bfloat16 tensors (cpu::gemm_bf16, then one
 // rounding to bfloat16) against PyTorch's torch.matmul in bfloat16
 // (bench/peers/torch_matmul.py, oneDNN), and against Ember's own float32 matmul in
-// alternating rounds, with the measured vdpbf16ps peak as the floor.
+// alternating rounds, with the measured vdpbf16ps peak as the floor; and a bfloat16
+// convolution (a ResNet layer: [16, 64, 28, 28], 3x3x64, padding 1) on the bfloat16
+// GEMM beside Ember's float32 convolution of the same values.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +29,7 @@
 #include "bench/sampled_error.h"
 #include "bench/torch_peer.h"
 #include "ember.h"
+#include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/gemm.h"
 
 namespace ember::bench {
@@ -111,6 +118,76 @@ void run_case(const Case& cs, const Options& opt, const OpenBlas* peer, Report& 
   report.add(std::move(r));
 }
 
+// C[m x 256] = A[m x 784] . W^T, W stored [256 x 784] as a Linear's weight is.
+void run_few_rows_case(int m, const Options& opt, const OpenBlas* peer, Report& report) {
+  const int n = 256, k = 784;
+  std::vector<float> a(size_t(m) * k), w(size_t(n) * k), c(size_t(m) * n), c_peer(size_t(m) * n);
+  std::mt19937 g{uint32_t(m)};
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  for (float& v : a) v = float(d(g));
+  for (float& v : w) v = float(d(g));
+  const std::string name = "f32 m=" + std::to_string(m) + " 256x784 W^T";
+  auto ember = [&] { cpu::gemm(m, n, k, 1.0f, a.data(), k, 1, w.data(), 1, k, 0.0f, c.data(), n, 1); };
+  auto blas = [&] { peer->sgemm(false, true, m, n, k, 1.0f, a.data(), k, w.data(), k, 0.0f, c_peer.data(), n); };
+  ember();
+  if (peer) {
+    blas();
+    const double err = max_rel_diff(c, c_peer);
+    std::printf("  check %-16s max rel. error vs openblas: %.2e%s\n", name.c_str(), err, err <= 6e-8 * k ? "" : "  <-- too large");
+    if (!(err <= 6e-8 * k)) report.fail("gemm " + name + ": result differs from openblas");
+  }
+  std::vector<std::function<void()>> runs = {ember};
+  if (peer) runs.push_back(blas);
+  const std::vector<Timing> t = measure_alternating(runs);
+  const double flops = 2.0 * m * double(n) * k;
+  Record r;
+  r.suite = "gemm";
+  r.case_name = name;
+  r.unit = "GFLOP/s";
+  r.ember = flops / t[0].best_s * 1e-9;
+  if (peer) {
+    r.peer_name = "openblas";
+    r.peer = flops / t[1].best_s * 1e-9;
+  }
+  r.floor = measured_fma_peak_gflops(opt.threads, false);
+  report.add(std::move(r));
+}
+
+// bfloat16 convolution of a ResNet layer against Ember's float32 convolution of the
+// same values, both through the tensor API (conv2d picks the bfloat16 GEMM path when
+// conv2d_bf16_native says so, and prints which).
+void run_bf16_conv_case(const Options& opt, Report& report) {
+  manual_seed(7);
+  const Tensor x32 = randn({16, 64, 28, 28}), w32 = randn({64, 64, 3, 3}) * 0.05, b32 = randn({64});
+  const Tensor x = x32.to(kBFloat16), w = w32.to(kBFloat16), b = b32.to(kBFloat16);
+  const std::string name = "conv2d bf16 [16,64,28,28] 3x3x64 vs ember f32";
+  Conv2dShape s;
+  s.n = 16, s.c_in = 64, s.h = 28, s.w = 28, s.c_out = 64, s.kh = 3, s.kw = 3, s.pad_h = 1, s.pad_w = 1;
+  conv2d_set_output_size(s);
+  std::printf("gemm: %s runs on the %s path\n", name.c_str(),
+              cpu::conv2d_bf16_native(s) ? "bfloat16 GEMM" : "widened float32");
+  {
+    // Against float32 of the same bfloat16 values: only the final rounding differs.
+    const Tensor want = conv2d(x.to(kFloat32), w.to(kFloat32), b.to(kFloat32), {1, 1}, {1, 1});
+    const Tensor got = conv2d(x, w, b, {1, 1}, {1, 1}).to(kFloat32);
+    const double err = ((got - want).abs().max() / want.abs().max()).item<double>();
+    std::printf("  check %-16s max rel. error vs float32: %.2e%s\n", "conv2d bf16", err, err <= 8e-3 ? "" : "  <-- too large");
+    if (!(err <= 8e-3)) report.fail("gemm " + name + ": result differs from float32");
+  }
+  const double flops = 2.0 * 16 * 64 * 28 * 28 * 64 * 9;
+  const std::vector<Timing> t = measure_alternating({[&] { Tensor y = conv2d(x, w, b, {1, 1}, {1, 1}); },
+                                                     [&] { Tensor y = conv2d(x32, w32, b32, {1, 1}, {1, 1}); }});
+  Record r;
+  r.suite = "gemm";
+  r.case_name = name;
+  r.unit = "GFLOP/s";
+  r.ember = flops / t[0].best_s * 1e-9;
+  r.peer_name = "ember f32";
+  r.peer = flops / t[1].best_s * 1e-9;
+  r.floor = measured_bf16_peak_gflops(opt.threads);
+  report.add(std::move(r));
+}
+
 // bfloat16 matmul at size n: checked against float64 sums of the same bfloat16
 // values, then timed against Ember's float32 matmul; `torch_gflops` is PyTorch's
 // figure for the same size (0 when there is no peer).
@@ -171,6 +248,7 @@ void bf16_cases(const Options& opt, Report& report) {
     if (peer) torch_gflops = (*peer)["gflops"]["bfloat16"][std::to_string(n)].get<double>();
     run_bf16_case(n, opt, torch_gflops, peer ? "" : "absent", report);
   }
+  run_bf16_conv_case(opt, report);
 }
 
 void gemm_suite(const Options& opt, Report& report) {
@@ -195,6 +273,7 @@ void gemm_suite(const Options& opt, Report& report) {
     else
       run_case<float>(c, opt, peer, report);
   }
+  for (int m : {1, 4, 8}) run_few_rows_case(m, opt, peer, report);
   bf16_cases(opt, report);
 }
 
