@@ -1,7 +1,7 @@
 // The elementwise suite: memory-bound ops on 16M float32 elements (64 MiB per
 // tensor, far past the caches) in GB/s against the copy bandwidth. `a + b` counts
 // 12 bytes per element (two reads, one write); in place and `out=` forms show the
-// cost of allocation separately. exp, gelu, tanh, sigmoid and erf show where
+// cost of allocation separately; ReLU's backward counts its two reads and a write. exp, gelu, tanh, sigmoid and erf show where
 // arithmetic starts to cost (kernels/cpu/vmath.h; inputs in [0, 1)).
 #include <string>
 
@@ -25,6 +25,11 @@ void run(const Options& opt, Report& report) {
   report_bandwidth(report, opt, "elementwise", "add broadcast [4096,4096]+[4096]", 2 * f32,
                    [&] { Tensor c = a.view({4096, 4096}) + b.slice(0, 0, 4096); });
   report_bandwidth(report, opt, "elementwise", "relu 16M f32", 2 * f32, [&] { Tensor c = a.relu(); });
+  // ReLU's backward (one pass: the gradient where y > 0): two reads and a write,
+  // with half the outputs masked to zero.
+  Tensor y = a - 0.5;
+  report_bandwidth(report, opt, "elementwise", "relu backward 16M f32", 3 * f32,
+                   [&] { Tensor c = relu_backward(b, y); });
   report_bandwidth(report, opt, "elementwise", "exp 16M f32", 2 * f32, [&] { Tensor c = a.exp(); });
   report_bandwidth(report, opt, "elementwise", "gelu 16M f32", 2 * f32, [&] { Tensor c = a.gelu(); });
   report_bandwidth(report, opt, "elementwise", "tanh 16M f32", 2 * f32, [&] { Tensor c = a.tanh(); });
@@ -42,6 +47,9 @@ void run(const Options& opt, Report& report) {
   report_bandwidth(report, opt, "elementwise", "exp 16M f16", 4.0 * n, [&] { Tensor c = h.exp(); });
   Tensor g = a.to(kBFloat16), gb = b.to(kBFloat16);
   report_bandwidth(report, opt, "elementwise", "add a+b 16M bf16", 3 * 2.0 * n, [&] { Tensor c = g + gb; });
+  Tensor yb = y.to(kBFloat16);
+  report_bandwidth(report, opt, "elementwise", "relu backward 16M bf16", 3 * 2.0 * n,
+                   [&] { Tensor c = relu_backward(gb, yb); });
   report_bandwidth(report, opt, "elementwise", "to(bfloat16) 16M f32", 6.0 * n, [&] { Tensor c = a.to(kBFloat16); });
 }
 

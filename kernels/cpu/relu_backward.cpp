@@ -15,14 +15,23 @@ namespace {
 // Elements per parallel chunk; a team pays off from a few of them.
 constexpr int64_t kChunk = 1 << 16;
 
+// Both operands are loaded before the select: a load inside the condition
+// (y > 0 ? g[i] : 0) is one the compiler may not move out of it, and the loop then
+// stays scalar with a branch per element (4 GB/s instead of the copy floor).
 template <class T>
 void floats(int64_t lo, int64_t hi, const T* __restrict g, const T* __restrict y, T* __restrict out) {
-  for (int64_t i = lo; i < hi; ++i) out[i] = y[i] > T(0) ? g[i] : T(0);
+  for (int64_t i = lo; i < hi; ++i) {
+    const T gi = g[i], yi = y[i];
+    out[i] = yi > T(0) ? gi : T(0);
+  }
 }
 
 void halves(int64_t lo, int64_t hi, const int16_t* __restrict g, const int16_t* __restrict y, int16_t* __restrict out,
             int16_t inf_bits) {
-  for (int64_t i = lo; i < hi; ++i) out[i] = (y[i] > 0 && y[i] <= inf_bits) ? g[i] : int16_t(0);
+  for (int64_t i = lo; i < hi; ++i) {
+    const int16_t gi = g[i], yi = y[i];
+    out[i] = (yi > 0) & (yi <= inf_bits) ? gi : int16_t(0);
+  }
 }
 
 template <class Body>
