@@ -68,6 +68,23 @@ double max_rel_diff(const std::vector<T>& x, const std::vector<T>& y) {
   return scale > 0 ? diff / scale : diff;
 }
 
+// The record of a case timed as {Ember} or {Ember, OpenBLAS}: GFLOP/s of the best
+// call of each.
+void add_gflops(Report& report, const std::string& name, double flops, const std::vector<Timing>& t,
+                double floor) {
+  Record r;
+  r.suite = "gemm";
+  r.case_name = name;
+  r.unit = "GFLOP/s";
+  r.ember = flops / t[0].best_s * 1e-9;
+  if (t.size() > 1) {
+    r.peer_name = "openblas";
+    r.peer = flops / t[1].best_s * 1e-9;
+  }
+  r.floor = floor;
+  report.add(std::move(r));
+}
+
 template <class T>
 void run_case(const Case& cs, const Options& opt, const OpenBlas* peer, Report& report) {
   const int n = cs.n;
@@ -104,18 +121,7 @@ void run_case(const Case& cs, const Options& opt, const OpenBlas* peer, Report& 
       [&] { ember_gemm(cs.trans_b, n, a.data(), b.data(), c.data()); }};
   if (peer)
     runs.push_back([&] { peer_gemm(*peer, cs.trans_b, n, a.data(), b.data(), c_peer.data()); });
-  const std::vector<Timing> t = measure_alternating(runs);
-  Record r;
-  r.suite = "gemm";
-  r.case_name = name;
-  r.unit = "GFLOP/s";
-  r.ember = flops / t[0].best_s * 1e-9;
-  if (peer) {
-    r.peer_name = "openblas";
-    r.peer = flops / t[1].best_s * 1e-9;
-  }
-  r.floor = measured_fma_peak_gflops(opt.threads, cs.f64);
-  report.add(std::move(r));
+  add_gflops(report, name, flops, measure_alternating(runs), measured_fma_peak_gflops(opt.threads, cs.f64));
 }
 
 // C[m x 256] = A[m x 784] . W^T, W stored [256 x 784] as a Linear's weight is.
@@ -138,19 +144,8 @@ void run_few_rows_case(int m, const Options& opt, const OpenBlas* peer, Report& 
   }
   std::vector<std::function<void()>> runs = {ember};
   if (peer) runs.push_back(blas);
-  const std::vector<Timing> t = measure_alternating(runs);
-  const double flops = 2.0 * m * double(n) * k;
-  Record r;
-  r.suite = "gemm";
-  r.case_name = name;
-  r.unit = "GFLOP/s";
-  r.ember = flops / t[0].best_s * 1e-9;
-  if (peer) {
-    r.peer_name = "openblas";
-    r.peer = flops / t[1].best_s * 1e-9;
-  }
-  r.floor = measured_fma_peak_gflops(opt.threads, false);
-  report.add(std::move(r));
+  add_gflops(report, name, 2.0 * m * double(n) * k, measure_alternating(runs),
+             measured_fma_peak_gflops(opt.threads, false));
 }
 
 // bfloat16 convolution of a ResNet layer against Ember's float32 convolution of the
