@@ -14,6 +14,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                              x, weight, bias))
     return *r;
   if (weight.dim() != 2) throw ShapeError(msg("linear: expected a 2-D weight, got ", shape_str(weight.shape())));
+  // A 2-D input with a bias is one addmm: the bias is the GEMM's starting C.
+  if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
 }

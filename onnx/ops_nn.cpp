@@ -494,10 +494,8 @@ OpFn build_gemm(const NodeContext& ctx) {
   bool ta = ctx.get_int("transA", 0) != 0, tb = ctx.get_int("transB", 0) != 0;
   return [=](const std::vector<Tensor>& in) {
     Tensor a = ta ? in[0].t() : in[0], b = tb ? in[1].t() : in[1];
-    Tensor y = matmul(a, b);
-    if (alpha != 1.0) y = mul(y, alpha);
-    if (in.size() > 2 && in[2].defined() && beta != 0.0) y = add(y, beta == 1.0 ? in[2] : mul(in[2], beta));
-    return one(y);
+    // The bias, when there is one, is the GEMM's starting C (addmm).
+    return one(addmm(in.size() > 2 ? in[2] : Tensor(), a, b, beta, alpha));
   };
 }
 

@@ -154,4 +154,55 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }
 
+namespace {
+
+// Whether addmm may start the GEMM from the bias: nothing to record, float32 or
+// float64 on the CPU, shapes valid (any error comes from the composite path, with
+// matmul's and add's messages) and the bias broadcastable to [m, n].
+bool addmm_fuses(const Tensor& input, const Tensor& a, const Tensor& b, double beta) {
+  if (beta == 0.0 || !input.defined() || needs_grad({&input, &a, &b})) return false;
+  const DType dt = a.dtype();
+  if ((dt != kFloat32 && dt != kFloat64) || b.dtype() != dt || input.dtype() != dt) return false;
+  if (!a.device().is_cpu() || !b.device().is_cpu() || !input.device().is_cpu()) return false;
+  if (a.shape()[1] != b.shape()[0] || a.shape()[1] == 0 || input.dim() > 2) return false;
+  const int64_t want[2] = {a.shape()[0], b.shape()[1]};
+  for (int64_t i = 0; i < input.dim(); ++i) {
+    const int64_t s = input.shape()[size_t(i)], w = want[2 - input.dim() + i];
+    if (s != 1 && s != w) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, double beta, double alpha) {
+  if (auto r = autocast::run(
+          autocast::Policy::lower,
+          [beta, alpha](const Tensor& i, const Tensor& x, const Tensor& y) { return addmm(i, x, y, beta, alpha); },
+          input, mat1, mat2))
+    return *r;
+  if (mat1.dim() != 2 || mat2.dim() != 2)
+    throw ShapeError(msg("addmm: mat1 and mat2 must be 2-D, got ", mat1.dim(), "D and ", mat2.dim(), "D"));
+  if (!addmm_fuses(input, mat1, mat2, beta)) {
+    Tensor y = matmul(mat1, mat2);
+    if (alpha != 1.0) y = mul(y, alpha);
+    if (beta == 0.0 || !input.defined()) return y;
+    return add(y, beta == 1.0 ? input : mul(input, beta));
+  }
+  const int64_t m = mat1.shape()[0], k = mat1.shape()[1], n = mat2.shape()[1];
+  Tensor out = empty({m, n}, {mat1.dtype(), kCPU});
+  if (out.numel() == 0) return out;
+  NoGradGuard no_grad;
+  out.copy_(input.expand({m, n}));
+  const auto& as = mat1.stride();
+  const auto& bs = mat2.stride();
+  if (out.dtype() == kFloat32)
+    cpu::gemm(m, n, k, float(alpha), mat1.data_ptr<float>(), as[0], as[1], mat2.data_ptr<float>(), bs[0], bs[1],
+              float(beta), out.data_ptr<float>(), n, 1);
+  else
+    cpu::gemm(m, n, k, alpha, mat1.data_ptr<double>(), as[0], as[1], mat2.data_ptr<double>(), bs[0], bs[1], beta,
+              out.data_ptr<double>(), n, 1);
+  return out;
+}
+
 }  // namespace ember

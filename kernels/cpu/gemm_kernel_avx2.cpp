@@ -26,6 +26,7 @@ struct F32x8 {
   EMBER_OPS_INLINE V set1(T x) { return _mm256_set1_ps(x); }
   EMBER_OPS_INLINE V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   EMBER_OPS_INLINE V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  EMBER_OPS_INLINE V add(V a, V b) { return _mm256_add_ps(a, b); }
 };
 
 struct F64x4 {
@@ -39,6 +40,7 @@ struct F64x4 {
   EMBER_OPS_INLINE V set1(T x) { return _mm256_set1_pd(x); }
   EMBER_OPS_INLINE V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   EMBER_OPS_INLINE V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  EMBER_OPS_INLINE V add(V a, V b) { return _mm256_add_pd(a, b); }
 };
 
 #undef EMBER_OPS_INLINE

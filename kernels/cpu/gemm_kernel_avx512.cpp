@@ -27,9 +27,17 @@ struct F32x16 {
   EMBER_OPS_INLINE V set1(T x) { return _mm512_set1_ps(x); }
   EMBER_OPS_INLINE V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   EMBER_OPS_INLINE V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  EMBER_OPS_INLINE V add(V a, V b) { return _mm512_add_ps(a, b); }
   EMBER_OPS_INLINE __mmask16 first(int n) { return __mmask16((1u << n) - 1); }
   EMBER_OPS_INLINE V loadn(const T* p, int n) { return _mm512_maskz_loadu_ps(first(n), p); }
   EMBER_OPS_INLINE void storen(T* p, V v, int n) { _mm512_mask_storeu_ps(p, first(n), v); }
+  // Lane l + lane l+8, then l + l+4, l + l+2, l + l+1: GemmImpl::hsum's order.
+  EMBER_OPS_INLINE T hsum(V v) {
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
+  }
 
   // Packing's 16 x 16 transpose (transpose16_avx512.h).
   EMBER_OPS_INLINE void transpose(const T* src, int64_t ld, int rows, T* dst, int64_t dst_ld) {
@@ -48,9 +56,16 @@ struct F64x8 {
   EMBER_OPS_INLINE V set1(T x) { return _mm512_set1_pd(x); }
   EMBER_OPS_INLINE V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   EMBER_OPS_INLINE V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  EMBER_OPS_INLINE V add(V a, V b) { return _mm512_add_pd(a, b); }
   EMBER_OPS_INLINE __mmask8 first(int n) { return __mmask8((1u << n) - 1); }
   EMBER_OPS_INLINE V loadn(const T* p, int n) { return _mm512_maskz_loadu_pd(first(n), p); }
   EMBER_OPS_INLINE void storen(T* p, V v, int n) { _mm512_mask_storeu_pd(p, first(n), v); }
+  // Lane l + lane l+4, then l + l+2, l + l+1: GemmImpl::hsum's order.
+  EMBER_OPS_INLINE T hsum(V v) {
+    const __m256d h4 = _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
+    const __m128d h2 = _mm_add_pd(_mm256_castpd256_pd128(h4), _mm256_extractf128_pd(h4, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h2, _mm_unpackhi_pd(h2, h2)));
+  }
 };
 
 #undef EMBER_OPS_INLINE

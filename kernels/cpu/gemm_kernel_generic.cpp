@@ -25,6 +25,7 @@ struct Vec16 {
   static V set1(T x) { return V{} + x; }
   static V fma(V a, V b, V c) { return a * b + c; }
   static V mul(V a, V b) { return a * b; }
+  static V add(V a, V b) { return a + b; }
 };
 
 constexpr GemmKernelSet kSet{GemmImpl<Vec16<float>, 4, 2>::table("generic"),

@@ -17,12 +17,13 @@ namespace {
 inline int64_t imin(int64_t x, int64_t y) { return x < y ? x : y; }
 
 // Ops provides: T, V, W (lanes), zero(), load(aligned p), loadu(p), storeu(p, v),
-// set1(x), fma(a, b, c) = a*b + c, mul(a, b). It may also provide
+// set1(x), fma(a, b, c) = a*b + c, mul(a, b), add(a, b). It may also provide
 //   transpose(src, ld, rows, dst, dst_ld): rows (<= W) rows of W values read at src
 //   with stride ld, written as W rows of `rows` values at dst with stride dst_ld,
 // which packing uses where it would otherwise gather one value at a time, and
 //   loadn(p, n), storen(p, v, n): the first n (0..W) lanes only, without touching
-//   memory past them, which lets right-edge tiles update C in place.
+//   memory past them, which lets right-edge tiles update C in place, and
+//   hsum(v): the sum of v's lanes in the pairwise order of GemmImpl::hsum.
 template <class Ops>
 concept HasPartial = requires(const typename Ops::T* s, typename Ops::T* d, typename Ops::V v) {
   Ops::loadn(s, 0);
@@ -32,6 +33,9 @@ template <class Ops>
 concept HasTranspose = requires(const typename Ops::T* s, typename Ops::T* d) {
   Ops::transpose(s, int64_t{}, 0, d, int64_t{});
 };
+
+template <class Ops>
+concept HasHsum = requires(typename Ops::V v) { Ops::hsum(v); };
 
 // MR rows by NV vectors of W lanes per micro-tile; MR*NV accumulators plus NV
 // vectors of B must fit the register file.
@@ -255,6 +259,19 @@ struct GemmImpl {
     }
   }
 
+  // The lanes of v summed pairwise: lane l + lane l + W/2 for l < W/2, and so on
+  // down to one (Ops::hsum, where an instruction set has one, adds in this order).
+  static inline T hsum(V v, T* lanes) {
+    if constexpr (HasHsum<Ops>) {
+      return Ops::hsum(v);
+    } else {
+      Ops::storeu(lanes, v);
+      for (int w = W / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+      return lanes[0];
+    }
+  }
+
   // c = alpha * acc + beta * c for one value (beta == 0 never reads c).
   static inline void finish(T* c, T acc, T alpha, T beta) {
     *c = beta == T(0) ? alpha * acc : alpha * acc + beta * *c;
@@ -268,41 +285,19 @@ struct GemmImpl {
 
   // R rows of A times B in one pass over B, read in its own layout (GemmKernel::rows).
   // Rows of B contiguous: 4 vectors of columns accumulate a[i][p] * B[p, j..] over p
-  // for each row i. Columns contiguous: the dot products of C columns with each row,
-  // C independent chains per row (8 for one row: both FMA pipes busy through the
-  // 4-cycle latency). Each C element is summed in the same order whatever R is.
+  // for each row i. Columns contiguous: dot products of one or two columns of B at a
+  // time with each row of A (dot_columns).
   template <int R>
   static void rows_pass(int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs, int64_t a_cs,
                         const T* b, int64_t b_rs, int64_t b_cs, T beta, T* c, int64_t c_rs) {
     T lanes[W];
     if (b_cs == 1) {
+      // Blocks of 4 vectors of columns (8 for one row measured no faster), then
+      // single vectors (axpy_vector), then single columns.
       constexpr int NVB = 4;
       int64_t j = 0;
-      for (; j + NVB * W <= n; j += NVB * W) {
-        V acc[R][NVB];
-#pragma GCC unroll 4
-        for (int i = 0; i < R; ++i) {
-#pragma GCC unroll 4
-          for (int v = 0; v < NVB; ++v) acc[i][v] = Ops::zero();
-        }
-        for (int64_t p = 0; p < k; ++p) {
-          const T* br = b + p * b_rs + j;
-          V bv[NVB];
-#pragma GCC unroll 4
-          for (int v = 0; v < NVB; ++v) bv[v] = Ops::loadu(br + v * W);
-#pragma GCC unroll 4
-          for (int i = 0; i < R; ++i) {
-            const V ai = Ops::set1(a[i * a_rs + p * a_cs]);
-#pragma GCC unroll 4
-            for (int v = 0; v < NVB; ++v) acc[i][v] = Ops::fma(ai, bv[v], acc[i][v]);
-          }
-        }
-        for (int i = 0; i < R; ++i)
-          for (int v = 0; v < NVB; ++v) {
-            Ops::storeu(lanes, acc[i][v]);
-            for (int l = 0; l < W; ++l) finish(c + i * c_rs + j + v * W + l, lanes[l], alpha, beta);
-          }
-      }
+      for (; j + NVB * W <= n; j += NVB * W) axpy_columns<R, NVB>(j, k, alpha, a, a_rs, a_cs, b, b_rs, beta, c, c_rs, lanes);
+      for (; j + W <= n; j += W) axpy_vector<R>(j, k, alpha, a, a_rs, a_cs, b, b_rs, beta, c, c_rs, lanes);
       for (; j < n; ++j)
         for (int i = 0; i < R; ++i) {
           T acc = T(0);
@@ -311,49 +306,155 @@ struct GemmImpl {
         }
       return;
     }
-    // b_rs == 1 and a_cs == 1: column j of B is b + j * b_cs, contiguous.
-    constexpr int C = R == 1 ? 8 : 4;
-    const int64_t kv = k - k % W;
+    // b_rs == 1 and a_cs == 1: column j of B is b + j * b_cs, contiguous (a Linear's
+    // weight row), read front to back: one sequential stream per column, which the
+    // prefetchers follow (8 columns side by side measured 1.6x slower than one on a
+    // 784 KB weight). One row takes one column at a time; more rows take two, so
+    // each vector of A loaded feeds two FMAs.
+    constexpr int C = R == 1 ? 1 : 2;
     int64_t j = 0;
-    for (; j + C <= n; j += C) {
-      const T* col[C];
-      V acc[R][C];
+    for (; j + C <= n; j += C) dot_columns<R, C>(j, k, alpha, a, a_rs, b, b_cs, beta, c, c_rs, lanes);
+    for (; j < n; ++j) dot_columns<R, 1>(j, k, alpha, a, a_rs, b, b_cs, beta, c, c_rs, lanes);
+  }
+
+  // C[0..R, j..j+NVB*W] from R rows of A and B's rows (contiguous): each row i
+  // accumulates a[i][p] * B[p, j..] over p, one FMA chain per vector of C.
+  template <int R, int NVB>
+  static void axpy_columns(int64_t j, int64_t k, T alpha, const T* a, int64_t a_rs, int64_t a_cs,
+                           const T* b, int64_t b_rs, T beta, T* c, int64_t c_rs, T* lanes) {
+    V acc[R][NVB];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
-      for (int v = 0; v < C; ++v) col[v] = b + (j + v) * b_cs;
+      for (int v = 0; v < NVB; ++v) acc[i][v] = Ops::zero();
+    }
+    const T* br = b + j;
+    for (int64_t p = 0; p < k; ++p, br += b_rs) {
+      V bv[NVB];
+#pragma GCC unroll 8
+      for (int v = 0; v < NVB; ++v) bv[v] = Ops::loadu(br + v * W);
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) {
+        const V ai = Ops::set1(a[i * a_rs + p * a_cs]);
 #pragma GCC unroll 8
-        for (int v = 0; v < C; ++v) acc[i][v] = Ops::zero();
+        for (int v = 0; v < NVB; ++v) acc[i][v] = Ops::fma(ai, bv[v], acc[i][v]);
       }
-      for (int64_t p = 0; p < kv; p += W) {
+    }
+    for (int i = 0; i < R; ++i)
+      for (int v = 0; v < NVB; ++v) {
+        Ops::storeu(lanes, acc[i][v]);
+        for (int l = 0; l < W; ++l) finish(c + i * c_rs + j + v * W + l, lanes[l], alpha, beta);
+      }
+  }
+
+  // One vector of C's columns as axpy_columns computes it, but with 4 accumulators
+  // per row taking every 4th row of B, so that 4 FMA chains hide the latency.
+  template <int R>
+  static void axpy_vector(int64_t j, int64_t k, T alpha, const T* a, int64_t a_rs, int64_t a_cs,
+                          const T* b, int64_t b_rs, T beta, T* c, int64_t c_rs, T* lanes) {
+    constexpr int U = 4;
+    V acc[R][U];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) acc[i][u] = Ops::zero();
+    }
+    const T* br = b + j;
+    int64_t p = 0;
+    for (; p + U <= k; p += U) {
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) {
+        const V bv = Ops::loadu(br + (p + u) * b_rs);
+#pragma GCC unroll 4
+        for (int i = 0; i < R; ++i) acc[i][u] = Ops::fma(Ops::set1(a[i * a_rs + (p + u) * a_cs]), bv, acc[i][u]);
+      }
+    }
+    for (; p < k; ++p) {
+      const V bv = Ops::loadu(br + p * b_rs);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) acc[i][0] = Ops::fma(Ops::set1(a[i * a_rs + p * a_cs]), bv, acc[i][0]);
+    }
+    for (int i = 0; i < R; ++i) {
+      Ops::storeu(lanes, Ops::add(Ops::add(acc[i][0], acc[i][1]), Ops::add(acc[i][2], acc[i][3])));
+      for (int l = 0; l < W; ++l) finish(c + i * c_rs + j + l, lanes[l], alpha, beta);
+    }
+  }
+
+  // C[0..R, j..j+C] from R rows of A and C contiguous columns of B. Each of the R*C
+  // dot products keeps U = 8 / C accumulators (vector u of every group of U takes
+  // k slice u; 4 chains for one column hide the FMA latency), added in a fixed tree:
+  // accumulators pairwise, lanes pairwise, then the k tail in order.
+  template <int R, int C>
+  static void dot_columns(int64_t j, int64_t k, T alpha, const T* a, int64_t a_rs, const T* b,
+                          int64_t b_cs, T beta, T* c, int64_t c_rs, T* lanes) {
+    constexpr int U = R * C >= 8 ? 2 : 4;
+    const int64_t kv = k - k % W;
+    const int64_t kg = k - k % (U * W);
+    const T* col[C];
+#pragma GCC unroll 2
+    for (int v = 0; v < C; ++v) col[v] = b + (j + v) * b_cs;
+    V acc[R][C][U];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 2
+      for (int v = 0; v < C; ++v) {
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) acc[i][v][u] = Ops::zero();
+      }
+    }
+    // Pointers that step through the groups: measured 1.3x faster than base +
+    // scaled index addressing on Zen 5.
+    const T* ap[R];
+    const T* bp[C];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) ap[i] = a + i * a_rs;
+#pragma GCC unroll 2
+    for (int v = 0; v < C; ++v) bp[v] = col[v];
+    const T* const bend = col[0] + kg;
+    for (; bp[0] < bend;) {
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) {
         V bv[C];
-#pragma GCC unroll 8
-        for (int v = 0; v < C; ++v) bv[v] = Ops::loadu(col[v] + p);
+#pragma GCC unroll 2
+        for (int v = 0; v < C; ++v) bv[v] = Ops::loadu(bp[v] + u * W);
 #pragma GCC unroll 4
         for (int i = 0; i < R; ++i) {
-          const V av = Ops::loadu(a + i * a_rs + p);
-#pragma GCC unroll 8
-          for (int v = 0; v < C; ++v) acc[i][v] = Ops::fma(av, bv[v], acc[i][v]);
+          const V av = Ops::loadu(ap[i] + u * W);
+#pragma GCC unroll 2
+          for (int v = 0; v < C; ++v) acc[i][v][u] = Ops::fma(av, bv[v], acc[i][v][u]);
         }
       }
-      for (int i = 0; i < R; ++i)
-        for (int v = 0; v < C; ++v) {
-          Ops::storeu(lanes, acc[i][v]);
-          // Pairwise, so the W lanes add in log2(W) dependent steps, not W.
-          for (int w = W / 2; w >= 1; w /= 2)
-            for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-          T sum = lanes[0];
-          for (int64_t p = kv; p < k; ++p) sum += a[i * a_rs + p] * col[v][p];
-          finish(c + i * c_rs + j + v, sum, alpha, beta);
-        }
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) ap[i] += U * W;
+#pragma GCC unroll 2
+      for (int v = 0; v < C; ++v) bp[v] += U * W;
     }
-    for (; j < n; ++j)
+    int64_t p = kg;
+    for (; p < kv; p += W) {
+      V bv[C];
+#pragma GCC unroll 2
+      for (int v = 0; v < C; ++v) bv[v] = Ops::loadu(col[v] + p);
+#pragma GCC unroll 4
       for (int i = 0; i < R; ++i) {
-        const T* col = b + j * b_cs;
-        T acc = T(0);
-        for (int64_t p = 0; p < k; ++p) acc += a[i * a_rs + p] * col[p];
-        finish(c + i * c_rs + j, acc, alpha, beta);
+        const V av = Ops::loadu(a + i * a_rs + p);
+#pragma GCC unroll 2
+        for (int v = 0; v < C; ++v) acc[i][v][0] = Ops::fma(av, bv[v], acc[i][v][0]);
       }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 2
+      for (int v = 0; v < C; ++v) {
+        V sum = acc[i][v][0];
+        if constexpr (U == 4)
+          sum = Ops::add(Ops::add(acc[i][v][0], acc[i][v][1]), Ops::add(acc[i][v][2], acc[i][v][3]));
+        else
+          sum = Ops::add(acc[i][v][0], acc[i][v][1]);
+        T s = hsum(sum, lanes);
+        for (int64_t q = kv; q < k; ++q) s += a[i * a_rs + q] * col[v][q];
+        finish(c + i * c_rs + j + v, s, alpha, beta);
+      }
+    }
   }
 
   // A few rows of A (GemmKernel::rows): kPassRows at a time, then the rest.

@@ -165,9 +165,10 @@ TEMPLATE_TEST_CASE("gemm with a few rows of A (passes over B in place) matches a
   ThreadsGuard threads(2);
   for_each_kernel([] {
     // Every row count up to and past the few-rows limit (one pass of 4 or 2 rows,
-    // then the rest), columns around the vector widths, k with and without a tail.
-    for (int64_t m : {2, 3, 4, 5, 6, 7, 8, 9})
-      for (int64_t n : {1, 5, 33, 70})
+    // then the rest), columns around the vector widths (blocks of 4 vectors, single
+    // vectors, single columns), k with and without a tail.
+    for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9})
+      for (int64_t n : {1, 5, 33, 48, 70})
         for (int64_t k : {1, 17, 100})
           for (Layout la : {Layout::Row, Layout::PaddedRow, Layout::Strided})
             for (Layout lb : {Layout::Row, Layout::Col, Layout::Strided}) {

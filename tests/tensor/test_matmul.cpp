@@ -130,3 +130,59 @@ TEST_CASE("matmul rejects mixed dtypes, bool, 0-dim and mismatched sizes", "[ops
   CHECK_THROWS_AS(matmul(ones({2, 3}), ones({2, 3})), ShapeError);
   CHECK_THROWS_AS(matmul(ones({2, 2, 3}), ones({3, 3, 2})), ShapeError);  // batch 2 vs 3
 }
+
+// addmm = beta * input + alpha * (mat1 . mat2). float32 and float64 without autograd
+// start the GEMM from the broadcast bias; the half types and recorded calls take the
+// composite path. Both against a float64 loop, for every bias shape a Linear or an
+// ONNX Gemm passes, row counts on the few-rows and the packed GEMM paths.
+TEST_CASE("addmm matches a float64 loop for every bias shape", "[ops][matmul]") {
+  std::mt19937_64 rng(2002);
+  for (DType dt : {kFloat32, kFloat64, kBFloat16})
+    for (int64_t m : {1, 3, 20})
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 7}, {33, 100}})
+        for (const Shape& bshape : {Shape{n}, Shape{1, n}, Shape{m, 1}, Shape{m, n}, Shape{}})
+          for (auto [beta, alpha] : {std::pair<double, double>{1, 1}, {0.5, 2}, {0, 1}})
+            for (Layout lb : {Layout::contiguous, Layout::transposed}) {
+              Tensor a = ref::random_tensor({m, k}, dt, Layout::contiguous, rng, -1, 1);
+              Tensor b = ref::random_tensor({k, n}, dt, lb, rng, -1, 1);
+              Tensor bias = ref::random_tensor(bshape, dt, Layout::contiguous, rng, -1, 1);
+              if (beta == 0) bias.fill_(std::nan(""));  // beta == 0 ignores the bias, NaN included
+              INFO(ref::str(dt) << " m " << m << " n " << n << " k " << k << " bias " << ref::str(bshape) << " beta "
+                                << beta << " alpha " << alpha << " b " << ref::layout_name(lb));
+              const Array A = ref::read(a), B = ref::read(b), C = ref::expand(ref::read(bias), {m, n});
+              Array want{{m, n}, std::vector<double>(size_t(m * n))};
+              std::vector<double> allowed(want.v.size());
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                  double s = 0, scale = 0;
+                  for (int64_t p = 0; p < k; ++p) {
+                    s += A.v[size_t(i * k + p)] * B.v[size_t(p * n + j)];
+                    scale += std::fabs(A.v[size_t(i * k + p)] * B.v[size_t(p * n + j)]);
+                  }
+                  const double c = beta == 0 ? 0 : beta * C.v[size_t(i * n + j)];
+                  want.v[size_t(i * n + j)] = c + alpha * s;
+                  allowed[size_t(i * n + j)] = ref::tol_for(dt).rtol * (std::fabs(c) + std::fabs(alpha) * scale) +
+                                               (dt == kFloat64 ? 1e-13 : 1e-5) * scale;
+                }
+              Tensor got = addmm(bias, a, b, beta, alpha);
+              CHECK(got.dtype() == dt);
+              CHECK(got.shape() == Shape{m, n});
+              CHECK(ref::compare_within(got, want, allowed) == "");
+            }
+}
+
+TEST_CASE("addmm records matmul and add for autograd, and rejects non-matrices", "[ops][matmul]") {
+  std::mt19937_64 rng(2003);
+  Tensor a = ref::random_tensor({3, 4}, kFloat64, Layout::contiguous, rng, -1, 1).requires_grad_(true);
+  Tensor b = ref::random_tensor({4, 5}, kFloat64, Layout::contiguous, rng, -1, 1).requires_grad_(true);
+  Tensor bias = ref::random_tensor({5}, kFloat64, Layout::contiguous, rng, -1, 1).requires_grad_(true);
+  Tensor y = addmm(bias, a, b, 0.5, 2.0);
+  CHECK(y.grad_fn() != nullptr);
+  y.sum().backward();
+  // d/d bias of sum(0.5 * bias broadcast over 3 rows) = 1.5 per element.
+  CHECK(ref::read(bias.grad()).v == std::vector<double>(5, 1.5));
+  CHECK(ref::compare_within(a.grad(), ref::read(mul(ones({3, 5}, kFloat64), 2.0).matmul(b.detach().t())),
+                            std::vector<double>(12, 1e-12)) == "");
+  CHECK_THROWS_WITH(addmm(ones({3}), ones({3}), ones({3, 3})), "addmm: mat1 and mat2 must be 2-D, got 1D and 2D");
+  CHECK_THROWS_AS(addmm(ones({3}), ones({2, 4}), ones({5, 3})), ShapeError);  // matmul's message
+}
