@@ -27,7 +27,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
 
 Tensor max_pool2d(const Tensor& x, Pair kernel, std::optional<Pair> stride, Pair padding, Pair dilation,
                   bool ceil_mode) {
-  return std::get<0>(max_pool2d_with_indices(x, kernel, stride.value_or(kernel), padding, dilation, ceil_mode));
+  return ember::max_pool2d(x, kernel, stride.value_or(kernel), padding, dilation, ceil_mode);
 }
 
 Tensor avg_pool2d(const Tensor& x, Pair kernel, std::optional<Pair> stride, Pair padding, bool ceil_mode,

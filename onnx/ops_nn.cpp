@@ -333,8 +333,8 @@ OpFn build_max_pool(const NodeContext& ctx) {
         x = pad_constant(x, pb, pe, -std::numeric_limits<double>::infinity());
       }
       Tensor y = per_depth(x, [&](const Tensor& t) {
-        return std::get<0>(max_pool2d_with_indices(t, pair(hw.kernel), pair(hw.stride), pair(hw.pad_begin),
-                                                   pair(hw.dilation), attrs.ceil_mode));
+        return max_pool2d(t, pair(hw.kernel), pair(hw.stride), pair(hw.pad_begin), pair(hw.dilation),
+                          attrs.ceil_mode);
       });
       return one(reduce_depth(y, win.kernel[0], win.stride[0], win.dilation[0], true, where));
     }
@@ -343,6 +343,11 @@ OpFn build_max_pool(const NodeContext& ctx) {
       lift_1d(win);
       xx = x.unsqueeze(2);
     }
+    if (!want_indices) {
+      Tensor y = max_pool2d(xx, pair(win.kernel), pair(win.stride), pair(win.pad_begin), pair(win.dilation),
+                            attrs.ceil_mode);
+      return one(n == 1 ? y.squeeze(2) : y);
+    }
     auto [y, idx] = max_pool2d_with_indices(xx, pair(win.kernel), pair(win.stride), pair(win.pad_begin),
                                             pair(win.dilation), attrs.ceil_mode);
     if (n == 1) {
@@ -350,7 +355,7 @@ OpFn build_max_pool(const NodeContext& ctx) {
       idx = idx.squeeze(2);
     }
     std::vector<Tensor> out{y};
-    if (want_indices) {
+    {
       // ONNX counts indices over the whole tensor: add each plane's offset.
       int64_t plane = 1;
       for (int64_t d = 2; d < x.dim(); ++d) plane *= x.size(d);

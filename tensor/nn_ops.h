@@ -42,6 +42,10 @@ Tensor relu_backward(const Tensor& grad_y, const Tensor& y);
 // (values, indices): indices are positions within each input plane (y * W + x).
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0},
                                                    Pair dilation = {1, 1}, bool ceil_mode = false);
+// The values only: when nothing is recorded for autograd no index tensor is made
+// (inference), otherwise max_pool2d_with_indices runs and keeps them for backward.
+Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding = {0, 0}, Pair dilation = {1, 1},
+                  bool ceil_mode = false);
 Tensor max_pool2d_backward(const Tensor& grad_y, const Tensor& indices, const Shape& x_shape);
 // The same with the window, which lets the CUDA kernel gather (deterministic, no
 // atomics) instead of scattering through the indices; autograd calls this one.

@@ -1,4 +1,5 @@
-// Pooling front-ends: max_pool2d (with indices) and avg_pool2d over [N, C, H, W];
+// Pooling front-ends: max_pool2d (with indices, or without when nothing is
+// recorded) and avg_pool2d over [N, C, H, W];
 // half types are computed in float32. Nodes: MaxPool2d saves the indices and its
 // window (MaxPool2dAttrs); AvgPool2d keeps its window (AvgPool2dAttrs).
 #include "kernels/cpu/pool2d.h"
@@ -64,6 +65,19 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel,
     node->attrs = MaxPool2dAttrs{kernel, stride, padding, dilation, ceil_mode};
   }
   return {y, idx};
+}
+
+Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair dilation, bool ceil_mode) {
+  if (needs_grad({&x}) || is_half(x.dtype()) || !is_floating(x.dtype()))
+    return std::get<0>(max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode));
+  const auto s = pool_shape("max_pool2d", x.shape(), kernel, stride, padding, dilation, ceil_mode);
+  Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
+  if (const OpBackend backend = backend_of("max_pool2d", x); backend != Backend::None && y.numel() > 0) {
+    Tensor xc = x.contiguous();
+    if (backend == Backend::CPU) cpu::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), nullptr);
+    else EMBER_CUDA(cuda::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), nullptr, stream_of(x)));
+  }
+  return y;
 }
 
 namespace {

@@ -312,9 +312,8 @@ struct GemmImpl {
     // 784 KB weight). One row takes one column at a time; more rows take two, so
     // each vector of A loaded feeds two FMAs.
     constexpr int C = R == 1 ? 1 : 2;
-    int64_t j = 0;
-    for (; j + C <= n; j += C) dot_columns<R, C>(j, k, alpha, a, a_rs, b, b_cs, beta, c, c_rs, lanes);
-    for (; j < n; ++j) dot_columns<R, 1>(j, k, alpha, a, a_rs, b, b_cs, beta, c, c_rs, lanes);
+    for (int64_t j = 0; j < n; j += C)
+      dot_columns<R, C>(j, n - j < C ? 1 : C, k, alpha, a, a_rs, b, b_cs, beta, c, c_rs, lanes);
   }
 
   // C[0..R, j..j+NVB*W] from R rows of A and B's rows (contiguous): each row i
@@ -380,19 +379,21 @@ struct GemmImpl {
     }
   }
 
-  // C[0..R, j..j+C] from R rows of A and C contiguous columns of B. Each of the R*C
-  // dot products keeps U = 8 / C accumulators (vector u of every group of U takes
-  // k slice u; 4 chains for one column hide the FMA latency), added in a fixed tree:
-  // accumulators pairwise, lanes pairwise, then the k tail in order.
+  // C[0..R, j..j+cols] (cols <= C) from R rows of A and contiguous columns of B. Each
+  // of the R*C dot products keeps U = 8 / C accumulators (vector u of every group of
+  // U takes k slice u; 4 chains for one column hide the FMA latency), added in a
+  // fixed tree: accumulators pairwise, lanes pairwise, then the k tail in order. A
+  // last odd column is computed twice and stored once (no second instantiation:
+  // library size).
   template <int R, int C>
-  static void dot_columns(int64_t j, int64_t k, T alpha, const T* a, int64_t a_rs, const T* b,
+  static void dot_columns(int64_t j, int cols, int64_t k, T alpha, const T* a, int64_t a_rs, const T* b,
                           int64_t b_cs, T beta, T* c, int64_t c_rs, T* lanes) {
     constexpr int U = R * C >= 8 ? 2 : 4;
     const int64_t kv = k - k % W;
     const int64_t kg = k - k % (U * W);
     const T* col[C];
 #pragma GCC unroll 2
-    for (int v = 0; v < C; ++v) col[v] = b + (j + v) * b_cs;
+    for (int v = 0; v < C; ++v) col[v] = b + (j + (v < cols ? v : 0)) * b_cs;
     V acc[R][C][U];
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
@@ -444,7 +445,7 @@ struct GemmImpl {
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 2
-      for (int v = 0; v < C; ++v) {
+      for (int v = 0; v < cols; ++v) {
         V sum = acc[i][v][0];
         if constexpr (U == 4)
           sum = Ops::add(Ops::add(acc[i][v][0], acc[i][v][1]), Ops::add(acc[i][v][2], acc[i][v][3]));

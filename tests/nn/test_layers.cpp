@@ -133,6 +133,17 @@ TEST_CASE("MaxPool2d and AvgPool2d match PyTorch: padding, dilation, ceil_mode, 
   // float32 too (max pooling only picks, so it is exact).
   check_close(nn::MaxPool2d({3, 3}, Pair{2, 2}, {1, 1}, {1, 1}, true)(x.to(kFloat32)),
               ref.at("max_k3_s2_p1_ceil"), 1e-7, 1e-7);
+  // The same values when autograd records (max_pool2d_with_indices keeps the
+  // indices) as without (no index tensor, above).
+  const Tensor xg = x.detach().requires_grad_(true);
+  const Tensor yg = nn::MaxPool2d({3, 3}, Pair{2, 2}, {1, 1}, {1, 1}, true)(xg);
+  CHECK(yg.grad_fn() != nullptr);
+  check_close(yg, ref.at("max_k3_s2_p1_ceil"), 0);
+  check_close(nn::MaxPool2d({2, 3}, Pair{1, 2}, {0, 0}, {2, 1})(xg), ref.at("max_k23_s12_d21"), 0);
+  {
+    NoGradGuard no_grad;
+    CHECK(nn::MaxPool2d({3, 3}, Pair{2, 2}, {1, 1}, {1, 1}, true)(xg).grad_fn() == nullptr);
+  }
   // Stride defaults to the kernel size.
   const Tensor four = arange(0.0, 16.0).reshape({1, 1, 4, 4});
   CHECK(values(nn::MaxPool2d(2)(four)) == std::vector<double>{5, 7, 13, 15});
