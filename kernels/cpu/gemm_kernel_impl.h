@@ -316,17 +316,23 @@ struct GemmImpl {
       dot_columns<R, C>(j, n - j < C ? 1 : C, k, alpha, a, a_rs, b, b_cs, beta, c, c_rs, lanes);
   }
 
+  // Every accumulator of an R x N block set to zero (unrolled: they live in registers).
+  template <int R, int N>
+  static inline void zero_all(V (&acc)[R][N]) {
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+      for (int v = 0; v < N; ++v) acc[i][v] = Ops::zero();
+    }
+  }
+
   // C[0..R, j..j+NVB*W] from R rows of A and B's rows (contiguous): each row i
   // accumulates a[i][p] * B[p, j..] over p, one FMA chain per vector of C.
   template <int R, int NVB>
   static void axpy_columns(int64_t j, int64_t k, T alpha, const T* a, int64_t a_rs, int64_t a_cs,
                            const T* b, int64_t b_rs, T beta, T* c, int64_t c_rs, T* lanes) {
     V acc[R][NVB];
-#pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) {
-#pragma GCC unroll 8
-      for (int v = 0; v < NVB; ++v) acc[i][v] = Ops::zero();
-    }
+    zero_all(acc);
     const T* br = b + j;
     for (int64_t p = 0; p < k; ++p, br += b_rs) {
       V bv[NVB];
@@ -353,11 +359,7 @@ struct GemmImpl {
                           const T* b, int64_t b_rs, T beta, T* c, int64_t c_rs, T* lanes) {
     constexpr int U = 4;
     V acc[R][U];
-#pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) {
-#pragma GCC unroll 4
-      for (int u = 0; u < U; ++u) acc[i][u] = Ops::zero();
-    }
+    zero_all(acc);
     const T* br = b + j;
     int64_t p = 0;
     for (; p + U <= k; p += U) {
