@@ -106,7 +106,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // beta * input + alpha * (mat1 . mat2), as torch.addmm: mat1 and mat2 2-D, input
 // broadcastable to the product's shape (a Linear's or an ONNX Gemm's bias). Without
 // autograd, on the CPU in float32 or float64, the bias is the GEMM's starting C
-// (one pass, no temporary); otherwise it is matmul, mul and add.
+// (one pass, no temporary); otherwise it is matmul, mul and add. The two paths add
+// the bias at different points of the sum (for k above one depth block, before the
+// later blocks), so their results may differ in the last bits; and with alpha == 0
+// the fused path, like BLAS, does not carry a NaN of mat1 or mat2 into the result.
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, double beta = 1.0, double alpha = 1.0);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);

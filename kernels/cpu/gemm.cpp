@@ -390,8 +390,11 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
       kern.rows(m, n, k, alpha, a, a_rs, a_cs, b, b_rs, b_cs, beta, c, c_rs);
       return;
     }
-    // Column ranges start on whole vectors (multiples of 16).
-    auto cols = [&](int tid) { return tid == nt ? n : (n * tid / nt) & ~int64_t(15); };
+    // Column ranges start on multiples of 64, a multiple of every kernel set's
+    // column block (4 vectors), so each range is cut into the same blocks, single
+    // vectors and single columns as the whole row: the bits do not depend on the
+    // number of threads.
+    auto cols = [&](int tid) { return tid == nt ? n : (n * tid / nt) & ~int64_t(63); };
     run_team(
         nt, false,
         [&](int tid) {

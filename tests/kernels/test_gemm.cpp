@@ -181,6 +181,32 @@ TEMPLATE_TEST_CASE("gemm with a few rows of A (passes over B in place) matches a
   });
 }
 
+// The few-rows path splits B's columns over the team from 512K multiply-adds; each
+// range must be cut into the same column blocks as the whole row, or a column's sum
+// (one FMA chain in a block, four in a single vector) would change with the thread
+// count.
+TEMPLATE_TEST_CASE("gemm with a few rows gives the same bits on 1, 2 and 3 threads", "[gemm]", float, double) {
+  using T = TestType;
+  for_each_kernel([] {
+    for (int64_t m : {4, 7})
+      for (Layout lb : {Layout::Row, Layout::Col}) {
+        const int64_t n = 200, k = 784;
+        std::mt19937 g(11);
+        Mat<T> a = make<T>(m, k, Layout::Row, g), b = make<T>(k, n, lb, g);
+        std::vector<std::vector<T>> outs;
+        for (int threads : {1, 2, 3}) {
+          ThreadsGuard guard(threads);
+          std::vector<T> c(size_t(m * n), T(0));
+          ember::cpu::gemm(m, n, k, T(1), a.p(), a.rs, a.cs, b.p(), b.rs, b.cs, T(0), c.data(), n, 1);
+          outs.push_back(std::move(c));
+        }
+        INFO("m " << m << (lb == Layout::Row ? " B row-major" : " B column-major"));
+        CHECK(outs[1] == outs[0]);
+        CHECK(outs[2] == outs[0]);
+      }
+  });
+}
+
 TEMPLATE_TEST_CASE("gemm applies alpha and beta", "[gemm]", float, double) {
   using T = TestType;
   for_each_kernel([] {
