@@ -41,6 +41,17 @@ cpu::Pool2dShape pool_shape(const char* op, const Shape& x, Pair kernel, Pair st
   return s;
 }
 
+// y = max pooling of x on x's backend (nothing to compute on meta); the positions
+// go to *idx unless it is null (both backends' kernels then skip them).
+void max_pool2d_into(const Tensor& x, const cpu::Pool2dShape& s, Tensor& y, Tensor* idx_t) {
+  const OpBackend backend = backend_of("max_pool2d", x);
+  if (backend == Backend::None || y.numel() == 0) return;
+  int64_t* idx = idx_t ? idx_t->data_ptr<int64_t>() : nullptr;
+  Tensor xc = x.detach().contiguous();
+  if (backend == Backend::CPU) cpu::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx);
+  else EMBER_CUDA(cuda::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx, stream_of(x)));
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel, Pair stride, Pair padding,
@@ -53,12 +64,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel,
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("max_pool2d: not implemented for dtype ", x.dtype()));
   Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
   Tensor idx = empty(y.shape(), {kInt64, x.device()});
-  if (const OpBackend backend = backend_of("max_pool2d", x); backend != Backend::None && y.numel() > 0) {
-    Tensor xc = x.detach().contiguous();
-    if (backend == Backend::CPU) cpu::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx.data_ptr<int64_t>());
-    else EMBER_CUDA(cuda::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), idx.data_ptr<int64_t>(),
-                                             stream_of(x)));
-  }
+  max_pool2d_into(x, s, y, &idx);
   if (needs_grad({&x})) {
     auto node = record(OpId::MaxPool2d, {&x}, {&y});
     node->save("indices", idx);
@@ -72,11 +78,7 @@ Tensor max_pool2d(const Tensor& x, Pair kernel, Pair stride, Pair padding, Pair 
     return std::get<0>(max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode));
   const auto s = pool_shape("max_pool2d", x.shape(), kernel, stride, padding, dilation, ceil_mode);
   Tensor y = empty({s.n, s.c, s.h_out, s.w_out}, {x.dtype(), x.device()});
-  if (const OpBackend backend = backend_of("max_pool2d", x); backend != Backend::None && y.numel() > 0) {
-    Tensor xc = x.contiguous();
-    if (backend == Backend::CPU) cpu::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), nullptr);
-    else EMBER_CUDA(cuda::max_pool2d_forward(x.dtype(), s, xc.data_ptr(), y.data_ptr(), nullptr, stream_of(x)));
-  }
+  max_pool2d_into(x, s, y, nullptr);
   return y;
 }
 
