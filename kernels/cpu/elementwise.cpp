@@ -88,7 +88,9 @@ void unary_loop(const StridedLoop& L, F f, vmath_detail::UnaryF32 vec = nullptr)
     if constexpr (std::is_same_v<T, float>) {
       if (vec && s[0] == sizeof(T) && s[1] == sizeof(T)) return vec(in, out, n);
     }
-    if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+    // (Half runs never get here: a loop of scalar half conversions, vectorized, is a
+    // large piece of code per op for a case the blocks above already cover.)
+    if (!is_half_v<T> && s[0] == sizeof(T) && s[1] == sizeof(T)) {
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<A>(in[i])));
     } else {
       for (int64_t i = 0; i < n; ++i) {
@@ -113,12 +115,15 @@ void binary_loop(const StridedLoop& L, F f) {
       if (s[0] == so && (s[1] == st || s[1] == 0) && (s[2] == st || s[2] == 0) && (s[1] || s[2]))
         return binary_half_run(out, a, s[1] ? 1 : 0, b, s[2] ? 1 : 0, n, f);
     }
-    if (s[0] == so && s[1] == st && s[2] == st) {
+    // The contiguous and broadcast-scalar loops are for the other dtypes only: half
+    // runs took binary_half_run above (see unary_loop).
+    constexpr bool kRuns = !is_half_v<T>;
+    if (kRuns && s[0] == so && s[1] == st && s[2] == st) {
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<A>(a[i]), static_cast<A>(b[i])));
-    } else if (s[0] == so && s[1] == st && s[2] == 0) {
+    } else if (kRuns && s[0] == so && s[1] == st && s[2] == 0) {
       const A bv = static_cast<A>(b[0]);
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<A>(a[i]), bv));
-    } else if (s[0] == so && s[1] == 0 && s[2] == st) {
+    } else if (kRuns && s[0] == so && s[1] == 0 && s[2] == st) {
       const A av = static_cast<A>(a[0]);
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(av, static_cast<A>(b[i])));
     } else {
