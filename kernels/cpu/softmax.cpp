@@ -47,30 +47,51 @@ constexpr int64_t kShortRow = 32;
 // Short rows per job: one rows_f32 call (2 to 256 KiB of float32).
 constexpr int64_t kRowsPerJob = 512;
 
+// Outputs at least this large are written with streaming stores (softmax_row.h):
+// they do not fit in the caches, so a plain store would first read each line from
+// memory. Smaller ones stay in cache for the op that reads them next.
+constexpr int64_t kStreamBytes = int64_t(16) << 20;
+
 template <class T>
 void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
   const bool team = rows * dim >= kParallelGrain;
   if constexpr (std::is_same_v<T, float> || is_half_v<T>) {
-    // Jobs of one long row or kRowsPerJob short ones.
     const auto& k = f32_kernels();
-    const int64_t per_job = dim < kShortRow ? kRowsPerJob : 1;
-    const auto run = [&](const float* x, float* y, int64_t nr) {
-      if (dim < kShortRow) k.rows_f32(x, y, nr, dim, log);
-      else k.row_f32(x, y, dim, log);
-    };
-    parallel_rows((rows + per_job - 1) / per_job, team, [&](int64_t j) {
+    // Short rows: jobs of kRowsPerJob. Long float32 rows: one run of rows per thread,
+    // so that row_f32's pipeline (each row's exp overlapping the next row's loads
+    // and the last row's stores) runs unbroken. Long half rows: one row per job,
+    // widened into float32 first; the next job's row is prefetched meanwhile.
+    const int64_t threads = team ? get_num_threads() : 1;
+    const int64_t per_job = dim < kShortRow ? kRowsPerJob : is_half_v<T> ? 1 : (rows + threads - 1) / threads;
+    const int64_t jobs = (rows + per_job - 1) / per_job;
+    const bool stream = std::is_same_v<T, float> && rows * dim * int64_t(sizeof(T)) >= kStreamBytes;
+    parallel_rows(jobs, team, [&](int64_t j) {
       const int64_t r0 = j * per_job, nr = std::min(per_job, rows - r0);
+      // The running thread's own buffers (OpenMP keeps its threads, so they are
+      // allocated once per thread).
+      thread_local Scratch stage, widened;
+      const auto run = [&](const float* x, float* y) {
+        if (dim < kShortRow) {
+          k.rows_f32(x, y, nr, dim, log);
+          return;
+        }
+        softmax_detail::RowOptions opt;
+        opt.stage = static_cast<float*>(stage.get(2 * sizeof(float) * static_cast<size_t>(dim)));
+        opt.stream = stream;
+        if (j + 1 < jobs) {  // the next job's input, usually this thread's (schedule(static))
+          opt.after = in + (r0 + nr) * dim;
+          opt.after_size = int64_t(sizeof(T));
+        }
+        k.row_f32(x, y, nr, dim, log, opt);
+      };
       if constexpr (std::is_same_v<T, float>) {
-        run(in + r0 * dim, out + r0 * dim, nr);
+        run(in + r0 * dim, out + r0 * dim);
       } else {
         // Half rows: widened into a float buffer (vector conversions), the float32
-        // loops in place, narrowed once on store; accumulation is float32. The
-        // buffer is the running thread's own (OpenMP keeps its threads, so it is
-        // allocated once per thread).
-        thread_local Scratch scratch;
-        float* buf = static_cast<float*>(scratch.get(sizeof(float) * static_cast<size_t>(nr * dim)));
+        // loops in place, narrowed once on store; accumulation is float32.
+        float* buf = static_cast<float*>(widened.get(sizeof(float) * static_cast<size_t>(nr * dim)));
         load_to_float(in + r0 * dim, buf, nr * dim);
-        run(buf, buf, nr);
+        run(buf, buf);
         store_from_float(buf, out + r0 * dim, nr * dim);
       }
     });

@@ -12,8 +12,25 @@
 
 namespace ember::cpu::softmax_detail {
 
-// y[0, n) = softmax (or log_softmax) of x[0, n); y may be x.
-using RowFn = void (*)(const float* x, float* y, int64_t n, bool log);
+// What row_f32 may use around its rows.
+struct RowOptions {
+  float* stage = nullptr;  // 2 * n floats of scratch (required)
+  // Streaming (non-temporal) stores write y without first reading its lines from
+  // memory (8 bytes of traffic per element instead of 12): for outputs larger than
+  // the caches.
+  bool stream = false;
+  // Prefetched while the last row's exp runs: the caller's next input row, if any,
+  // n values of after_size bytes each (4 for float32, 2 for a half type).
+  const void* after = nullptr;
+  int64_t after_size = 4;
+};
+
+// y = softmax (or log_softmax) of each of `rows` consecutive rows of n values; y
+// may be x. A row is read from memory once (its max) and then worked on in cache;
+// exp is compute-bound and the loads and stores are not, so the work is
+// software-pipelined: while row r's exp runs, row r + 1 (or opt.after) is
+// prefetched and row r - 1 is stored.
+using RowFn = void (*)(const float* x, float* y, int64_t rows, int64_t n, bool log, const RowOptions& opt);
 // The same for `rows` consecutive rows of n values each (n < 2048); y may be x.
 using RowsFn = void (*)(const float* x, float* y, int64_t rows, int64_t n, bool log);
 // Softmax over d of x[d * inner + i] for every i in [0, w), w <= kColsMax: y has

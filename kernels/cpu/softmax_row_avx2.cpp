@@ -5,6 +5,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/softmax_row.h"
 #include "kernels/base/vec_math.h"
@@ -15,7 +19,7 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX2)
 #include "kernels/cpu/softmax_row_impl.h"
 namespace ember::cpu::softmax_detail {
 namespace {
-constexpr SoftmaxRowKernels kSet = table<true, 32>("avx2");
+constexpr SoftmaxRowKernels kSet = table<ExpLoop<true>, 32>("avx2");
 }  // namespace
 }  // namespace ember::cpu::softmax_detail
 EMBER_ISA_END

@@ -5,6 +5,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/softmax_row.h"
 #include "kernels/base/vec_math.h"
@@ -13,7 +17,7 @@
 
 namespace ember::cpu::softmax_detail {
 namespace {
-constexpr SoftmaxRowKernels kSet = table<false, 16>("generic");
+constexpr SoftmaxRowKernels kSet = table<ExpLoop<false>, 16>("generic");
 }  // namespace
 
 const SoftmaxRowKernels* softmax_row_kernels_generic() { return &kSet; }

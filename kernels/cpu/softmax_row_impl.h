@@ -37,36 +37,114 @@ float row_max(const float* x, int64_t n) {
   return m;
 }
 
-// One float32 row. The sum runs in 16 independent lanes so the loop vectorizes (a
-// single running sum would be a dependency chain the compiler must keep in
-// order). kFma: the includer's set has fused multiply-add (exp_fast, vec_math.h).
-template <bool kFma, int kVec>
-void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
-  constexpr int L = 16;
-  float m = row_max<kVec>(x, n);
-  if (m == -std::numeric_limits<float>::infinity()) m = 0;
-  float lane[L] = {};
+// One vector written with a streaming store (p aligned to kVec): the line goes to
+// memory without being read into the cache first.
+template <int kVec, class V>
+inline void stream_store(float* p, V v) {
+#if defined(__x86_64__)
+  if constexpr (kVec == 64) _mm512_stream_ps(p, reinterpret_cast<__m512>(v));
+  else if constexpr (kVec == 32) _mm256_stream_ps(p, reinterpret_cast<__m256>(v));
+  else _mm_stream_ps(p, reinterpret_cast<__m128>(v));
+#else
+  std::memcpy(p, &v, sizeof v);
+#endif
+}
+
+// The exp of the softmax loops: exp_fast (vec_math.h) in flat loops the compiler
+// vectorizes at the includer's width (a flat loop gets exp's constants hoisted out
+// of it). An includer with a faster vector exp passes its own policy with the same
+// two functions to table<> (softmax_row_avx512.cpp).
+template <bool kFma>
+struct ExpLoop {
+  // e[i] = exp(x[i] - m) for i in [0, n); e may be x.
+  static void shifted(const float* x, float m, float* e, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) e[i] = exp_fast<kFma>(x[i] - m);
+  }
+  // e[i] = exp(x[i] - m[i]) for i in [0, n).
+  static void shifted_each(const float* x, const float* m, float* e, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) e[i] = exp_fast<kFma>(x[i] - m[i]);
+  }
+};
+
+// The sum of e[0, n) in 4 vector accumulators (a single running sum would be a
+// chain of dependent adds), added pairwise at the end.
+template <int kVec>
+float row_sum(const float* e, int64_t n) {
+  using V = typename FloatVec<kVec>::type;
+  constexpr int W = kVec / 4, K = 4;
+  V acc[K] = {};
   int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) {
-      const float e = exp_fast<kFma>(x[i + l] - m);
-      if (!log) y[i + l] = e;
-      lane[l] += e;
+  for (; i + K * W <= n; i += K * W)
+    for (int k = 0; k < K; ++k) {
+      V v;
+      std::memcpy(&v, e + i + k * W, sizeof v);
+      acc[k] += v;
     }
+  const V t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   float s = 0;
-  for (int l = 0; l < L; ++l) s += lane[l];
-  for (; i < n; ++i) {
-    const float e = exp_fast<kFma>(x[i] - m);
-    if (!log) y[i] = e;
-    s += e;
+  for (int l = 0; l < W; ++l) s += t[l];
+  for (; i < n; ++i) s += e[i];
+  return s;
+}
+
+// y[i] = src[i] * a + b over [0, n), with streaming stores when kStream (the first
+// values up to a kVec boundary of y, and the last ones, plainly).
+template <int kVec, bool kStream>
+void scale_shift(const float* src, float* y, int64_t n, float a, float b) {
+  using V = typename FloatVec<kVec>::type;
+  constexpr int W = kVec / 4;
+  int64_t i = 0;
+  if constexpr (kStream) {
+    for (; i < n && reinterpret_cast<uintptr_t>(y + i) % kVec != 0; ++i) y[i] = src[i] * a + b;
+    for (; i + W <= n; i += W) {
+      V v;
+      std::memcpy(&v, src + i, sizeof v);
+      stream_store<kVec>(y + i, v * a + b);
+    }
   }
-  if (log) {
-    const float shift = m + std::log(s);
-    for (i = 0; i < n; ++i) y[i] = x[i] - shift;
-  } else {
-    const float inv = 1.0f / s;
-    for (i = 0; i < n; ++i) y[i] *= inv;
+  for (; i < n; ++i) y[i] = src[i] * a + b;
+}
+
+// Rows of float32 (RowFn in softmax_row.h). Per row: the max (from memory, or
+// from cache when prefetched), exp into the stage a chunk at a time, its sum; each
+// chunk also prefetches its share of the next row's lines and stores its share of
+// the previous row (y = src * a + b: src is x for log_softmax, the exp values
+// otherwise). Exp: ExpLoop or the includer's own.
+template <class Exp, int kVec>
+void softmax_row_f32(const float* x, float* y, int64_t rows, int64_t n, bool log, const RowOptions& opt) {
+  constexpr int64_t kChunk = 256;  // 16 lines: shorter chunks measured slower
+  const float* prev_src = nullptr;
+  float* prev_y = nullptr;
+  float prev_a = 0, prev_b = 0;
+  const auto store = [&](int64_t c, int64_t cn) {
+    if (opt.stream) scale_shift<kVec, true>(prev_src + c, prev_y + c, cn, prev_a, prev_b);
+    else scale_shift<kVec, false>(prev_src + c, prev_y + c, cn, prev_a, prev_b);
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    const bool last = r + 1 == rows;
+    const char* next = static_cast<const char*>(last ? opt.after : xr + n);
+    const int64_t size = last ? opt.after_size : int64_t(sizeof(float));  // bytes per value of next
+    float* e = opt.stage + (r & 1) * n;
+    float m = row_max<kVec>(xr, n);
+    if (m == -std::numeric_limits<float>::infinity()) m = 0;
+    for (int64_t c = 0; c < n; c += kChunk) {
+      const int64_t end = std::min(n, c + kChunk);
+      if (next)  // the lines of the next row's values [c, end)
+        for (int64_t l = c * size / 64, le = (end * size + 63) / 64; l < le; ++l) __builtin_prefetch(next + l * 64);
+      Exp::shifted(xr + c, m, e + c, end - c);
+      if (prev_src) store(c, end - c);
+    }
+    const float s = row_sum<kVec>(e, n);
+    prev_src = log ? xr : e;
+    prev_y = y + r * n;
+    prev_a = log ? 1.0f : 1.0f / s;
+    prev_b = log ? -(m + std::log(s)) : 0.0f;
   }
+  if (prev_src) store(0, n);
+#if defined(__x86_64__)
+  if (opt.stream) _mm_sfence();  // the streamed stores are visible before the caller goes on
+#endif
 }
 
 // Many rows of n values, n too short for row_f32's vector loops (which would run
@@ -74,7 +152,7 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
 // contiguous run instead: exp runs vectorized over the whole block. Each row's max
 // and sum are chains of n dependent operations (4 cycles a link for an add), so
 // they are taken kGroup rows at a time, kGroup chains side by side. y may be x.
-template <bool kFma>
+template <class Exp>
 void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t n, bool log) {
   constexpr int64_t kBlock = 2048;  // floats in the buffer: 8 KiB, in L1
   constexpr int kGroup = 8;
@@ -99,7 +177,7 @@ void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t n, bool lo
     }
     for (int64_t r = 0; r < nr; ++r)
       for (int64_t k = 0; k < n; ++k) e[r * n + k] = xb[r * n + k] - shift[r];
-    for (int64_t i = 0; i < nr * n; ++i) e[i] = exp_fast<kFma>(e[i]);
+    Exp::shifted(e, 0.0f, e, nr * n);
     for (int64_t r = 0; r < nr; r += kGroup) {
       const int g_end = static_cast<int>(std::min<int64_t>(kGroup, nr - r));
       float s[kGroup] = {};
@@ -122,9 +200,9 @@ void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t n, bool lo
 // Softmax down w adjacent columns of a (dim, inner) block: every pass walks the
 // rows in order and, along each row, w contiguous values, so the max, exp, sum and
 // scaling all vectorize across columns.
-template <bool kFma>
+template <class Exp>
 void softmax_cols_f32(const float* x, float* y, int64_t dim, int64_t inner, int64_t w, bool log) {
-  float m[kColsMax], s[kColsMax];
+  float m[kColsMax], s[kColsMax], t[kColsMax];
   for (int64_t i = 0; i < w; ++i) m[i] = -std::numeric_limits<float>::infinity();
   for (int64_t d = 0; d < dim; ++d) {
     const float* xr = x + d * inner;
@@ -135,13 +213,10 @@ void softmax_cols_f32(const float* x, float* y, int64_t dim, int64_t inner, int6
     s[i] = 0;
   }
   for (int64_t d = 0; d < dim; ++d) {
-    const float* xr = x + d * inner;
-    float* yr = y + d * inner;
-    for (int64_t i = 0; i < w; ++i) {
-      const float e = exp_fast<kFma>(xr[i] - m[i]);
-      if (!log) yr[i] = e;
-      s[i] += e;
-    }
+    // exp into y (a softmax's y holds it until scaled) or into a row of scratch.
+    float* e = log ? t : y + d * inner;
+    Exp::shifted_each(x + d * inner, m, e, w);
+    for (int64_t i = 0; i < w; ++i) s[i] += e[i];
   }
   if (log) {
     for (int64_t i = 0; i < w; ++i) m[i] += std::log(s[i]);
@@ -154,9 +229,9 @@ void softmax_cols_f32(const float* x, float* y, int64_t dim, int64_t inner, int6
   }
 }
 
-template <bool kFma, int kVec>
+template <class Exp, int kVec>
 constexpr SoftmaxRowKernels table(const char* name) {
-  return {name, softmax_row_f32<kFma, kVec>, softmax_rows_f32<kFma>, softmax_cols_f32<kFma>};
+  return {name, softmax_row_f32<Exp, kVec>, softmax_rows_f32<Exp>, softmax_cols_f32<Exp>};
 }
 
 }  // namespace

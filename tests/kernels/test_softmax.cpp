@@ -3,7 +3,8 @@
 // short rows (a block of rows at a time, rows shorter than a vector included),
 // column stripes over a non-last dim (widths not a multiple of the vector, dims long
 // enough to narrow the stripe), half inputs widened in place, and rows holding a
-// NaN, an all -inf row and huge logits.
+// NaN, an all -inf row and huge logits; an output large enough for streaming
+// stores, and probabilities small enough to be subnormal.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -36,7 +37,7 @@ struct Shape3 {
 const Shape3 kShapes[] = {
     {1, 1, 1},    {7, 1, 1},   {300, 10, 1}, {1000, 3, 1},  {5, 31, 1},  {5, 32, 1},   {3, 100, 1},
     {2, 4097, 1}, {600, 7, 1}, {2, 5, 17},   {3, 40, 300},  {2, 1100, 20}, {1, 7, 1000}, {4, 2, 2},
-    {2, 600, 33}};
+    {2, 600, 33}, {9, 16, 1},   {33, 20, 1}};
 
 // softmax (or log_softmax) over dim of the (outer, dim, inner) array x, in float64.
 std::vector<double> reference(const std::vector<double>& x, Shape3 s, bool log) {
@@ -116,4 +117,43 @@ TEST_CASE("cpu::softmax matches float64 on long, short and strided rows at every
   SECTION("float64") { all_shapes<double>(1e-12); }
   SECTION("float16") { all_shapes<Half>(2e-3); }
   SECTION("bfloat16") { all_shapes<BFloat16>(1e-2); }
+}
+
+TEST_CASE("cpu::softmax streams a large output and keeps subnormal probabilities", "[kernels][softmax]") {
+  IsaGuard guard;
+  std::mt19937_64 rng(17);
+  for (const char* level : {"generic", "avx2", "avx512"}) {
+    if (!cpu::set_isa(level)) continue;
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      INFO("level " << level << ", " << threads << " threads");
+      // 1024 rows of 4097: 16 MiB and more of output (streaming stores), rows that
+      // start off a vector boundary. (Once per level: about 0.5 s each.)
+      if (threads == 2)
+        for (bool log : {false, true}) check<float>({1024, 4097, 1}, log, rng, 2e-5);
+      // Logits 0, -h, -2h, ... down to about -104: probabilities from 1 down through
+      // the subnormals to 0. Rows of 10 (a vector each), 20 (a block of rows), 300
+      // (long rows), and the same down a strided dim. Each must be within 2 units of
+      // the last subnormal place (2^-148) or a relative 4e-6 of float64.
+      for (const Shape3 s : {Shape3{3, 10, 1}, Shape3{3, 20, 1}, Shape3{3, 300, 1}, Shape3{2, 300, 5}}) {
+        const int64_t n = s.outer * s.dim * s.inner;
+        std::vector<float> x(n), y(n);
+        for (int64_t o = 0; o < s.outer; ++o)
+          for (int64_t d = 0; d < s.dim; ++d)
+            for (int64_t i = 0; i < s.inner; ++i)
+              x[(o * s.dim + d) * s.inner + i] = -104.0f * static_cast<float>(d) / static_cast<float>(s.dim - 1) + 0.25f * static_cast<float>(o + i);
+        cpu::softmax(DType::Float32, s.outer, s.dim, s.inner, x.data(), y.data(), false);
+        std::vector<double> xd(x.begin(), x.end());
+        const std::vector<double> want = reference(xd, s, false);
+        int64_t bad = 0, subnormal = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          subnormal += want[i] > 0 && want[i] < 1.1754943508222875e-38;
+          bad += !(std::fabs(y[i] - want[i]) <= 4e-6 * want[i] + std::ldexp(1.0, -148));
+        }
+        INFO("shape (" << s.outer << ", " << s.dim << ", " << s.inner << "): " << bad << " wrong");
+        CHECK(subnormal > 0);
+        CHECK(bad == 0);
+      }
+    }
+  }
 }
