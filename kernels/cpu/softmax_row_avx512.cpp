@@ -16,31 +16,12 @@
 #if defined(__x86_64__)
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+#include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/softmax_row_impl.h"
 namespace ember::cpu::softmax_detail {
 namespace {
 
-// exp_fast<true> (vec_math.h) on 16 lanes, the same steps and constants, with
-// vscalefps for the scaling by 2^n: one instruction, rounding once (a subnormal
-// result included), where the portable code converts n to an integer and builds
-// two factors in the exponent bits. About 15 instructions per vector instead of 25;
-// the softmax loops are bound by exp. vmaxps and vminps return their second
-// operand when either is NaN, so a NaN runs through to the result.
-inline __m512 exp16(__m512 t) {
-  const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), t));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), xc);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440054905e-4f), r);
-  __m512 q = _mm512_set1_ps(0.001374532817862928f);
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.008368946611881256f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.04166964814066887f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.166665181517601f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.49999988079071045f));
-  const __m512 er = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r), _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(er, n);
-}
-
+// The softmax loops' exp policy (ExpLoop in softmax_row_impl.h) on exp16.
 struct ExpScalef {
   // e[i] = exp(x[i] - m) for i in [0, n); e may be x. The last n % 16 lanes masked.
   static void shifted(const float* x, float m, float* e, int64_t n) {
