@@ -23,6 +23,8 @@ void load_to_float(const Half* src, float* dst, int64_t n) { kernels().load_half
 void store_from_float(const float* src, Half* dst, int64_t n) { kernels().store_half(src, dst, n); }
 void load_to_float(const BFloat16* src, float* dst, int64_t n) { kernels().load_bf16(src, dst, n); }
 void store_from_float(const float* src, BFloat16* dst, int64_t n) { kernels().store_bf16(src, dst, n); }
+void add_to_float(const Half* src, float* acc, int64_t n) { kernels().add_half(src, acc, n); }
+void add_to_float(const BFloat16* src, float* acc, int64_t n) { kernels().add_bf16(src, acc, n); }
 const char* half_conversion_path() { return kernels().name; }
 
 }  // namespace ember::cpu

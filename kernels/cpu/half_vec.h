@@ -21,6 +21,12 @@ void load_to_float(const BFloat16* src, float* dst, int64_t n);
 void store_from_float(const float* src, Half* dst, int64_t n);
 void store_from_float(const float* src, BFloat16* dst, int64_t n);
 
+// acc[i] += float(src[i]) for i in [0, n): the widening and the add in one pass, for
+// sums of half data (a column sum adds whole rows; a full sum adds blocks into
+// lanes).
+void add_to_float(const Half* src, float* acc, int64_t n);
+void add_to_float(const BFloat16* src, float* acc, int64_t n);
+
 // Which table the conversions use now: "avx512", "avx2" or "generic" (for the
 // benchmark notes).
 const char* half_conversion_path();

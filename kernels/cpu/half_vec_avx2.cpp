@@ -29,7 +29,15 @@ void store_half(const float* src, Half* dst, int64_t n) {
   store_half_scalar(src + i, dst + i, n - i);
 }
 
-constexpr HalfVecKernels kSet{"avx2", load_half, store_half, load_bf16, store_bf16};
+void add_half(const Half* src, float* acc, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
+                                            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)))));
+  add_half_scalar(src + i, acc + i, n - i);
+}
+
+constexpr HalfVecKernels kSet{"avx2", load_half, store_half, load_bf16, store_bf16, add_half, add_bf16};
 
 }  // namespace
 }  // namespace ember::cpu::half_vec_detail

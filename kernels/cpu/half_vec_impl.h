@@ -13,6 +13,9 @@ void load_half_scalar(const Half* src, float* dst, int64_t n) {
 void store_half_scalar(const float* src, Half* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i].bits = float_to_half_bits(src[i]);
 }
+void add_half_scalar(const Half* src, float* acc, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += half_bits_to_float(src[i].bits);
+}
 
 // bfloat16 is the top half of a float32: widening is a shift, and narrowing rounds
 // by adding 0x7fff plus the lowest kept bit. Written with selects instead of
@@ -21,6 +24,15 @@ void load_bf16(const BFloat16* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t u = static_cast<uint32_t>(src[i].bits) << 16;
     std::memcpy(dst + i, &u, 4);
+  }
+}
+
+void add_bf16(const BFloat16* src, float* acc, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(src[i].bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    acc[i] += f;
   }
 }
 

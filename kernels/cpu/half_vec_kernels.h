@@ -15,6 +15,8 @@ struct HalfVecKernels {
   void (*store_half)(const float* src, Half* dst, int64_t n);
   void (*load_bf16)(const BFloat16* src, float* dst, int64_t n);
   void (*store_bf16)(const float* src, BFloat16* dst, int64_t n);
+  void (*add_half)(const Half* src, float* acc, int64_t n);  // acc[i] += float(src[i])
+  void (*add_bf16)(const BFloat16* src, float* acc, int64_t n);
 };
 
 // nullptr when this build cannot emit that instruction set.

@@ -179,7 +179,6 @@ template <class T>
 void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0, int64_t r1, sum_acc_t<T>* acc) {
   constexpr int64_t kFlush = 64;
   acc_t<T> part[kColumnBlock] = {};
-  float row[is_half_v<T> ? kColumnBlock : 1];  // half rows, widened with the vector conversions
   int64_t idx[kMaxDims] = {};
   int64_t rem = r0;
   for (int d = g.red_ndim - 1; d >= 0; --d) {
@@ -193,8 +192,7 @@ void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0,
     if constexpr (std::is_integral_v<T>) {
       for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
     } else if constexpr (is_half_v<T>) {
-      load_to_float(src, row, n);
-      for (int64_t j = 0; j < n; ++j) part[j] += row[j];
+      add_to_float(src, part, n);  // widened and added in one vector pass
       if ((r - r0 + 1) % kFlush == 0)
         for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
     } else {

@@ -66,20 +66,22 @@ sum_acc_t<T> sum_contiguous(const T* p, int64_t n) {
     for (; i < n; ++i) total += p[i];
     return total;
   } else if constexpr (is_half_v<T>) {
-    // Widened a block at a time (vector conversions), summed in 16 float lanes per
-    // block, blocks added in double.
+    // Added into kHalfBlock float lanes, a block at a time (add_to_float: the
+    // widening and the add in one vector pass), kFlush blocks before the lanes are
+    // summed, 16 at a time, into the double total: each lane adds at most kFlush
+    // values in float.
+    constexpr int64_t kFlush = 16;
     double total = 0;
-    float buf[kHalfBlock];
-    for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
-      const int64_t len = std::min(kHalfBlock, n - i0);
-      load_to_float(p + i0, buf, len);
+    float acc[kHalfBlock];
+    for (int64_t i = 0; i < n;) {
+      std::fill(acc, acc + kHalfBlock, 0.0f);
+      const int64_t end = std::min(n, i + kFlush * kHalfBlock);
+      for (; i < end; i += kHalfBlock) add_to_float(p + i, acc, std::min(kHalfBlock, end - i));
       float lane[16] = {};
-      int64_t j = 0;
-      for (; j + 16 <= len; j += 16)
-        for (int l = 0; l < 16; ++l) lane[l] += buf[j + l];
+      for (int64_t j = 0; j < kHalfBlock; j += 16)
+        for (int l = 0; l < 16; ++l) lane[l] += acc[j + l];
       float s = 0;
       for (int l = 0; l < 16; ++l) s += lane[l];
-      for (; j < len; ++j) s += buf[j];
       total += s;
     }
     return total;

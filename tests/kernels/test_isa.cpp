@@ -74,6 +74,11 @@ std::vector<uint8_t> run_families() {
   cpu::store_from_float(x.data(), b.data(), int64_t(b.size()));
   cpu::load_to_float(b.data(), back.data(), int64_t(b.size()));
   append(back.data(), back.size() * 4);
+  // Widen-and-add (the half sums) onto float values: one rounding per element.
+  std::vector<float> acc(x.begin(), x.begin() + int64_t(h.size()));
+  cpu::add_to_float(h.data(), acc.data(), int64_t(h.size()));
+  cpu::add_to_float(b.data(), acc.data(), int64_t(b.size()));
+  append(acc.data(), acc.size() * 4);
   // Quantize a row and scan min/max (finite part only).
   std::vector<uint8_t> q(x.size() - 8);
   cpu::quantize(x.data() + 8, 1, int64_t(q.size()), 0, 0.3f, 128, 0, 255, DType::UInt8, q.data(), 0,
@@ -107,7 +112,7 @@ TEST_CASE("set_isa picks each level this CPU runs, and only those", "[kernels][i
     CHECK(std::string(cpu::gemm_kernel_name()) == "avx512");
 }
 
-TEST_CASE("pooling, half conversions and quantize give the same bits at every level", "[kernels][isa]") {
+TEST_CASE("pooling, half conversions, widen-and-add and quantize give the same bits at every level", "[kernels][isa]") {
   IsaGuard guard;
   REQUIRE(cpu::set_isa("generic"));
   const std::vector<uint8_t> ref = run_families();
