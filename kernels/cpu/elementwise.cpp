@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -20,6 +21,7 @@
 #include "kernels/base/functors.h"
 #include "kernels/cpu/half_vec.h"
 #include "kernels/cpu/loop.h"
+#include "kernels/cpu/transpose.h"
 #include "kernels/cpu/vmath.h"
 
 namespace ember::cpu {
@@ -161,9 +163,69 @@ inline D convert(S x) {
   }
 }
 
+// The offsets (in bytes) of the o-th matrix of a transposing copy: all dims but the
+// last two of L, as a row-major index.
+inline void matrix_offsets(const StridedLoop& L, int64_t o, int64_t& off_out, int64_t& off_in) {
+  off_out = off_in = 0;
+  for (int d = L.ndim - 3; d >= 0; --d) {
+    const int64_t idx = o % L.sizes[d];
+    o /= L.sizes[d];
+    off_out += idx * L.strides[0][d];
+    off_in += idx * L.strides[1][d];
+  }
+}
+
+// A same-dtype transposing copy of 32-bit values (float32, int32) on the active
+// instruction set's block kernel (transpose.h): its whole 16 x 16 blocks in jobs of
+// 256 output columns, then the rows and columns past the last whole block in plain
+// loops. false, having done nothing, when there is no kernel or fewer than 16 rows
+// or columns.
+template <class D, class S>
+bool copy_transposed_blocks(const StridedLoop& L, int64_t outer, int64_t R, int64_t C) {
+  if constexpr (!std::is_same_v<D, S> || sizeof(D) != 4) {
+    return false;
+  } else {
+    const int nd = L.ndim;
+    const int64_t os_i = L.strides[0][nd - 2], is_j = L.strides[1][nd - 1];
+    const transpose_detail::Transpose32 t32 = transpose32();
+    if (!t32 || R < 16 || C < 16 || os_i % 4 != 0 || is_j % 4 != 0) return false;
+    const int64_t out_ld = os_i / 4, in_ld = is_j / 4, R16 = R / 16 * 16, C16 = C / 16 * 16;
+    constexpr int64_t kBand = 256;
+    const int64_t bands = (C16 + kBand - 1) / kBand;
+    // Streaming stores (transpose.h) when the output is larger than the caches
+    // (16 MiB, as for softmax) and its block rows are line-aligned.
+    const bool big = L.numel * 4 >= (int64_t(16) << 20) && out_ld % 16 == 0;
+#pragma omp parallel for num_threads(get_num_threads()) collapse(2) schedule(static) if (L.numel >= kParallelGrain)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t b = 0; b < bands; ++b) {
+        int64_t off_out, off_in;
+        matrix_offsets(L, o, off_out, off_in);
+        const int64_t j0 = b * kBand;
+        char* out = L.data[0] + off_out + j0 * 4;
+        const char* in = L.data[1] + off_in + j0 * is_j;
+        t32(in, in_ld, out, out_ld, R16, std::min(kBand, C16 - j0),
+            big && reinterpret_cast<uintptr_t>(out) % 64 == 0);
+      }
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t off_out, off_in;
+      matrix_offsets(L, o, off_out, off_in);
+      const auto at = [&](int64_t i, int64_t j) {
+        *reinterpret_cast<D*>(L.data[0] + off_out + i * os_i + j * 4) =
+            *reinterpret_cast<const S*>(L.data[1] + off_in + i * 4 + j * is_j);
+      };
+      for (int64_t i = 0; i < R16; ++i)
+        for (int64_t j = C16; j < C; ++j) at(i, j);
+      for (int64_t i = R16; i < R; ++i)
+        for (int64_t j = 0; j < C; ++j) at(i, j);
+    }
+    return true;
+  }
+}
+
 // A copy whose output runs along one dim while its input runs along another (a
 // transpose made contiguous): walking either tensor in order reads or writes the
-// other one element per cache line. Each 32x32 tile is read row by row into a small
+// other one element per cache line. 32-bit values of one dtype go to
+// copy_transposed_blocks; otherwise each 32x32 tile is read row by row into a small
 // buffer and written out row by row, so both sides are touched in whole cache lines.
 // (Writing the tile directly, with rows 16 KiB apart, mapped all 32 output lines to
 // one L1 set and ran 10x slower.)
@@ -179,16 +241,12 @@ bool copy_transposed(const StridedLoop& L) {
   constexpr int64_t T = 32;
   const int64_t R = L.sizes[nd - 2], C = L.sizes[nd - 1];
   const int64_t outer = L.numel / (R * C), tiles_r = (R + T - 1) / T, tiles_c = (C + T - 1) / T;
+  if (copy_transposed_blocks<D, S>(L, outer, R, C)) return true;
 #pragma omp parallel for num_threads(get_num_threads()) collapse(2) schedule(static) if (L.numel >= kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t tr = 0; tr < tiles_r; ++tr) {
-      int64_t rem = o, off_out = 0, off_in = 0;
-      for (int d = nd - 3; d >= 0; --d) {
-        const int64_t idx = rem % L.sizes[d];
-        rem /= L.sizes[d];
-        off_out += idx * L.strides[0][d];
-        off_in += idx * L.strides[1][d];
-      }
+      int64_t off_out, off_in;
+      matrix_offsets(L, o, off_out, off_in);
       const int64_t i0 = tr * T, i1 = std::min(R, i0 + T);
       alignas(64) D tile[T][T];  // tile[j - j0][i - i0]
       for (int64_t tc = 0; tc < tiles_c; ++tc) {
