@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "kernels/base/scalar.h"
+#include "kernels/cpu/extreme.h"
 #include "kernels/cpu/half_vec.h"
 
 namespace ember::cpu::reduce_detail {
@@ -217,6 +218,24 @@ void block_extreme(const A* x, int64_t n, int64_t pos0, Extreme<A>& e) {
       if (e.pos < 0 || beats<kMax>(x[j], e.value)) e = {x[j], pos0 + j};
     return;
   } else {
+    if constexpr (std::is_same_v<A, float>) {
+      // The active instruction set's 16-lane scans (extreme.h), where it has them.
+      if (const extreme_detail::ExtremeKernels* k = extreme_kernels()) {
+        A b;
+        bool any_nan;
+        k->extreme_f32(x, n, kMax, &b, &any_nan);
+        if (!any_nan && e.pos >= 0 && !beats<kMax>(b, e.value)) return;
+        int64_t first = 0;
+        if (any_nan) {  // rare: the first NaN, one by one
+          while (x[first] == x[first]) ++first;
+        } else {
+          first = k->first_equal_f32(x, n, b);
+        }
+        e.value = x[first];
+        e.pos = pos0 + first;
+        return;
+      }
+    }
     constexpr int L = kLanes<A>, KL = K * L;
     const int64_t vec_end = n - n % KL;  // [0, vec_end) in lanes, the rest one by one
     A b = x[0];
