@@ -111,7 +111,7 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || d.P <= 0) return;
   const bool direct = is_direct(s);
-  const Direct v = direct ? Direct(s, d) : Direct();
+  const Direct v = direct ? Direct(s, d, false) : Direct();
   const Kernels<T>& k = kernels_for<T>(s);
   const Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
@@ -127,7 +127,7 @@ void backward_input_impl(const Conv2dShape& s, const T* gy, const T* w, T* gx) {
     return;
   }
   const bool direct = is_direct(s);
-  const Direct v = direct ? Direct(s, d) : Direct();
+  const Direct v = direct ? Direct(s, d, true) : Direct();
   const Kernels<T>& k = kernels_for<T>(s);
   const Args<T> a{&s, &d, &v, nullptr, w, nullptr, gy, gx};
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
@@ -145,7 +145,7 @@ void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, 
     return;
   }
   const bool direct = is_direct(s);
-  const Direct v = direct ? Direct(s, d) : Direct();
+  const Direct v = direct ? Direct(s, d, false) : Direct();
   const Kernels<T>& k = kernels_for<T>(s);
   const Args<T> a{&s, &d, &v, x, nullptr, nullptr, gy, nullptr};
   // The batch is cut into ranges fixed by the shape, never by the thread count:
