@@ -1,5 +1,5 @@
 // The transposing block copy of transpose.h with AVX-512: each 16 x 16 block is 16
-// row loads, the four shuffle rounds of transpose16_avx512.h, and 16 row stores.
+// row loads, the register transpose of transpose16_avx512.h, and 16 row stores.
 #include <algorithm>
 #include <cstdint>
 
@@ -13,43 +13,23 @@
 #if defined(__x86_64__)
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+#include "kernels/cpu/transpose16_avx512.h"
 namespace ember::cpu::transpose_detail {
 namespace {
 
-// One 16 x 16 block: 16 row loads, four rounds of two-source shuffles (as in
-// transpose16_avx512.h, whose masked stores are for the GEMM's partial panels), and
-// 16 row stores, plain or streaming.
+// One 16 x 16 block: 16 row loads, the register transpose of transpose16_avx512.h,
+// and 16 row stores, plain or streaming (that header's own helper masks its stores,
+// for the GEMM's partial panels).
 template <bool kStream>
 inline void block16(const float* s, int64_t in_ld, float* d, int64_t out_ld) {
-  __m512 r[16], t[16];
+  __m512 r[16], c[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(s + i * in_ld);
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-#pragma GCC unroll 4
-  for (int g = 0; g < 4; ++g) {
-    r[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-    r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-    r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-    r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-  }
-  const auto store = [&](int row, __m512 v) {
-    if constexpr (kStream) _mm512_stream_ps(d + row * out_ld, v);
-    else _mm512_storeu_ps(d + row * out_ld, v);
-  };
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {
-    const __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
-    const __m512 v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
-    const __m512 v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
-    const __m512 v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
-    store(0 + c, _mm512_shuffle_f32x4(v0, v2, 0x88));
-    store(4 + c, _mm512_shuffle_f32x4(v0, v2, 0xDD));
-    store(8 + c, _mm512_shuffle_f32x4(v1, v3, 0x88));
-    store(12 + c, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+  transpose16x16_in_registers(r, c);
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) {
+    if constexpr (kStream) _mm512_stream_ps(d + j * out_ld, c[j]);
+    else _mm512_storeu_ps(d + j * out_ld, c[j]);
   }
 }
 
