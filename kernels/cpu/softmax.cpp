@@ -62,7 +62,8 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
     // and the last row's stores) runs unbroken. Long half rows: one row per job,
     // widened into float32 first; the next job's row is prefetched meanwhile.
     const int64_t threads = team ? get_num_threads() : 1;
-    const int64_t per_job = dim < kShortRow ? kRowsPerJob : is_half_v<T> ? 1 : (rows + threads - 1) / threads;
+    const int64_t per_job =
+        dim < kShortRow ? kRowsPerJob : is_half_v<T> ? 1 : std::max<int64_t>(1, (rows + threads - 1) / threads);
     const int64_t jobs = (rows + per_job - 1) / per_job;
     const bool stream = std::is_same_v<T, float> && rows * dim * int64_t(sizeof(T)) >= kStreamBytes;
     parallel_rows(jobs, team, [&](int64_t j) {

@@ -119,6 +119,15 @@ TEST_CASE("cpu::softmax matches float64 on long, short and strided rows at every
   SECTION("bfloat16") { all_shapes<BFloat16>(1e-2); }
 }
 
+TEST_CASE("cpu::softmax of zero rows writes nothing", "[kernels][softmax]") {
+  float x = 1, y = 7;
+  for (int64_t dim : {int64_t{10}, int64_t{64}}) {
+    cpu::softmax(DType::Float32, 0, dim, 1, &x, &y, false);
+    cpu::softmax(DType::Float16, 0, dim, 1, &x, &y, true);
+  }
+  CHECK(y == 7);
+}
+
 TEST_CASE("cpu::softmax streams a large output and keeps subnormal probabilities", "[kernels][softmax]") {
   IsaGuard guard;
   std::mt19937_64 rng(17);

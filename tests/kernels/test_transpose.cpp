@@ -42,8 +42,19 @@ void check(DType dt, int64_t B, int64_t R, int64_t C, int64_t cols) {
 
 }  // namespace
 
+namespace {
+// Puts the level and the thread count back even when a check fails.
+struct IsaGuard {
+  int threads = get_num_threads();
+  ~IsaGuard() {
+    cpu::set_isa("auto");
+    set_num_threads(threads);
+  }
+};
+}  // namespace
+
 TEST_CASE("contiguous() of a transpose copies every element at every level", "[kernels][transpose]") {
-  const int threads = get_num_threads();
+  IsaGuard guard;
   for (const char* level : {"generic", "avx2", "avx512"}) {
     if (!cpu::set_isa(level)) continue;
     for (int t : {1, 2}) {
@@ -62,6 +73,4 @@ TEST_CASE("contiguous() of a transpose copies every element at every level", "[k
     set_num_threads(2);
     check(kFloat32, 1, 1040, 4096, 4096);  // 16.25 MiB out: streaming stores
   }
-  cpu::set_isa("auto");
-  set_num_threads(threads);
 }
