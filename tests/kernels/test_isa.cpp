@@ -18,6 +18,7 @@
 #include "kernels/cpu/pool2d.h"
 #include "kernels/cpu/quantize_int8.h"
 #include "kernels/cpu/softmax.h"
+#include "kernels/isa_guard.h"
 
 using namespace ember;
 
@@ -32,9 +33,7 @@ std::vector<const char*> levels_here() {
   return names;
 }
 
-struct IsaGuard {
-  ~IsaGuard() { cpu::set_isa("auto"); }
-};
+using testing::IsaGuard;
 
 // What the families compute at the active level, as bytes.
 std::vector<uint8_t> run_families() {

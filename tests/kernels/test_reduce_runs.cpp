@@ -12,6 +12,7 @@
 
 #include "kernels/base/half.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/isa_guard.h"
 #include "kernels/cpu/reduce_runs.h"
 
 using namespace ember;
@@ -178,12 +179,12 @@ void moment_cases(std::mt19937_64& rng, double rel) {
 TEST_CASE("run_extreme: the first max/min and its position, NaN first", "[kernels][reduce]") {
   std::mt19937_64 rng(77);
   SECTION("float32, at every level (AVX-512 has its own scans, extreme.h)") {
+    ember::testing::IsaGuard guard;
     for (const char* level : {"generic", "avx2", "avx512"}) {
       if (!ember::cpu::set_isa(level)) continue;
       INFO("level " << level);
       extreme_cases<float>(rng);
     }
-    ember::cpu::set_isa("auto");
   }
   SECTION("float64") { extreme_cases<double>(rng); }
   SECTION("float16") { extreme_cases<Half>(rng); }

@@ -17,18 +17,13 @@
 #include "kernels/base/scalar.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/softmax.h"
+#include "kernels/isa_guard.h"
 
 using namespace ember;
 
 namespace {
 
-struct IsaGuard {
-  int threads = get_num_threads();
-  ~IsaGuard() {
-    cpu::set_isa("auto");
-    set_num_threads(threads);
-  }
-};
+using testing::IsaGuard;
 
 struct Shape3 {
   int64_t outer, dim, inner;

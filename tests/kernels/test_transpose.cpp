@@ -12,6 +12,7 @@
 
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/isa_guard.h"
 #include "tensor/ops.h"
 #include "tensor/tensor.h"
 
@@ -42,19 +43,8 @@ void check(DType dt, int64_t B, int64_t R, int64_t C, int64_t cols) {
 
 }  // namespace
 
-namespace {
-// Puts the level and the thread count back even when a check fails.
-struct IsaGuard {
-  int threads = get_num_threads();
-  ~IsaGuard() {
-    cpu::set_isa("auto");
-    set_num_threads(threads);
-  }
-};
-}  // namespace
-
 TEST_CASE("contiguous() of a transpose copies every element at every level", "[kernels][transpose]") {
-  IsaGuard guard;
+  testing::IsaGuard guard;
   for (const char* level : {"generic", "avx2", "avx512"}) {
     if (!cpu::set_isa(level)) continue;
     for (int t : {1, 2}) {
