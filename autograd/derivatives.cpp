@@ -277,6 +277,18 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
             conv2d_backward_weight(g, x, w.shape(), c.stride, c.padding, c.dilation, c.groups, c.has_bias);
       return {gx, gw, gb};
     }
+    case OpId::Conv2dReluPool: {  // the Conv2d rule after the pooled gradient is spread back
+      Tensor x = saved("x"), w = saved("weight");
+      const auto& c = n.attrs_as<Conv2dAttrs>();
+      const Tensor gc = conv2d_relu_pool2x2_backward(g, saved("y"), saved("window"), x.shape(), w.shape(), c.stride,
+                                                     c.padding, c.dilation, c.groups);
+      Tensor gx, gw, gb;
+      if (n.next[0].valid()) gx = conv2d_backward_input(gc, w, x.shape(), c.stride, c.padding, c.dilation, c.groups);
+      if (n.next[1].valid() || (c.has_bias && n.next[2].valid()))
+        std::tie(gw, gb) =
+            conv2d_backward_weight(gc, x, w.shape(), c.stride, c.padding, c.dilation, c.groups, c.has_bias);
+      return {gx, gw, gb};
+    }
     case OpId::MaxPool2d: {
       const auto& p = n.attrs_as<MaxPool2dAttrs>();
       return {max_pool2d_backward(g, saved("indices"), shape_of(0), p.kernel, p.stride, p.padding, p.dilation,

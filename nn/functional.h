@@ -32,6 +32,13 @@ inline Tensor flatten(const Tensor& x, int64_t start_dim = 1, int64_t end_dim = 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Pair stride = {1, 1},
               Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
+// max_pool2d(relu(conv2d(x, weight, bias, ...)), {2, 2}) as one op (tensor/nn_ops.h):
+// the same values and gradients in one pass over the activations.
+inline Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                                  Pair stride = {1, 1}, Pair padding = {0, 0}, Pair dilation = {1, 1},
+                                  int64_t groups = 1) {
+  return ember::conv2d_relu_pool2x2(x, weight, bias, stride, padding, dilation, groups);
+}
 // stride defaults to the kernel size, as in PyTorch.
 Tensor max_pool2d(const Tensor& x, Pair kernel, std::optional<Pair> stride = std::nullopt, Pair padding = {0, 0},
                   Pair dilation = {1, 1}, bool ceil_mode = false);

@@ -201,16 +201,24 @@ void Lowering::view(OpId id) {
 
 void Lowering::layer(OpId id) {
   switch (id) {
-    case OpId::Conv2d: {
+    case OpId::Conv2d:
+    case OpId::Conv2dReluPool: {  // the fused op as the three nodes it stands for
       const auto& a = node().attrs_as<Conv2dAttrs>();
       const Tensor& w = op.inputs[1];
-      auto* n = emit("Conv", {in(0), in(1), a.has_bias ? in(2) : std::string()});
-      if (!a.has_bias) n->mutable_input()->RemoveLast();
+      const bool fused = id == OpId::Conv2dReluPool;
+      std::vector<std::string> inputs{in(0), in(1)};
+      if (a.has_bias) inputs.push_back(in(2));
+      auto* n = fused ? g.node("Conv", inputs, {g.fresh("Conv")}) : emit("Conv", inputs);
       set_attr(n, "kernel_shape", std::vector<int64_t>{w.shape()[2], w.shape()[3]});
       set_attr(n, "strides", std::vector<int64_t>{a.stride[0], a.stride[1]});
       set_attr(n, "pads", std::vector<int64_t>{a.padding[0], a.padding[1], a.padding[0], a.padding[1]});
       set_attr(n, "dilations", std::vector<int64_t>{a.dilation[0], a.dilation[1]});
       set_attr(n, "group", a.groups);
+      if (!fused) return;
+      auto* relu = g.node("Relu", {n->output(0)}, {g.fresh("Relu")});
+      auto* pool = emit("MaxPool", {relu->output(0)});
+      set_attr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+      set_attr(pool, "strides", std::vector<int64_t>{2, 2});
       return;
     }
     case OpId::MaxPool2d: {
@@ -283,6 +291,7 @@ void Lowering::run() {
     case OpId::MaxDim: case OpId::MinDim:
       return reduce(id);
     case OpId::Softmax: case OpId::LogSoftmax: case OpId::Conv2d: case OpId::MaxPool2d: case OpId::AvgPool2d:
+    case OpId::Conv2dReluPool:
     case OpId::LayerNorm: case OpId::Pad:
       return layer(id);
     case OpId::View: case OpId::Permute: case OpId::Expand: case OpId::Slice: case OpId::Select:

@@ -5,15 +5,15 @@
 #include "kernels/cpu/conv2d.h"
 #include "tensor/autocast.h"
 #include "tensor/checks.h"
+#include "tensor/conv_args.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/graph.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
 
 namespace ember {
-namespace {
 
-cpu::Conv2dShape shape_of(const Shape& x, const Shape& w, Pair stride, Pair padding, Pair dilation, int64_t groups) {
+cpu::Conv2dShape conv2d_shape(const Shape& x, const Shape& w, Pair stride, Pair padding, Pair dilation, int64_t groups) {
   cpu::Conv2dShape s;
   s.n = x[0];
   s.c_in = x[1];
@@ -32,7 +32,7 @@ cpu::Conv2dShape shape_of(const Shape& x, const Shape& w, Pair stride, Pair padd
   return cpu::conv2d_set_output_size(s);
 }
 
-void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
+void check_conv2d_args(const Tensor& x, const Tensor& w, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
                      int64_t groups) {
   if (w.dim() != 4) throw ShapeError(msg("conv2d: expected a 4-dimensional weight, got ", shape_str(w.shape())));
   if (x.dim() != 4)
@@ -59,10 +59,12 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& bias, Pair 
                          kw, "). Kernel size can't be greater than actual input size"));
 }
 
+namespace {
+
 // Whether a CPU convolution of these operands runs on the bfloat16 kernels.
 bool cpu_bf16_native(const Tensor& x, const Tensor& w, Pair stride, Pair padding, Pair dilation, int64_t groups) {
   return x.dtype() == kBFloat16 && x.device().is_cpu() &&
-         cpu::conv2d_bf16_native(shape_of(x.shape(), w.shape(), stride, padding, dilation, groups));
+         cpu::conv2d_bf16_native(conv2d_shape(x.shape(), w.shape(), stride, padding, dilation, groups));
 }
 
 }  // namespace
@@ -74,7 +76,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
     return *r;
   if (bias.defined()) check_same_device({&x, &weight, &bias});
   else check_same_device(x, weight);
-  check_conv_args(x, weight, bias, stride, padding, dilation, groups);
+  check_conv2d_args(x, weight, bias, stride, padding, dilation, groups);
   if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != weight.dtype()))
     throw DTypeError(msg("conv2d: expected input, weight and bias to have the same dtype, but got ", x.dtype(), ", ",
                          weight.dtype(), (bias.defined() ? msg(" and ", bias.dtype()) : std::string())));
@@ -86,7 +88,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
         .to(x.dtype());
   }
   if (!is_floating(x.dtype())) throw NotImplementedError(msg("conv2d: not implemented for dtype ", x.dtype()));
-  const auto s = shape_of(x.shape(), weight.shape(), stride, padding, dilation, groups);
+  const auto s = conv2d_shape(x.shape(), weight.shape(), stride, padding, dilation, groups);
   Tensor y = empty({s.n, s.c_out, s.h_out, s.w_out}, {x.dtype(), x.device()});
   if (const OpBackend backend = backend_of("conv2d", x); backend != Backend::None && y.numel() > 0) {
     NoGradGuard no_grad;
@@ -106,7 +108,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
 
 Tensor conv2d_backward_input(const Tensor& grad_y, const Tensor& weight, const Shape& x_shape, Pair stride,
                              Pair padding, Pair dilation, int64_t groups) {
-  const auto s = shape_of(x_shape, weight.shape(), stride, padding, dilation, groups);
+  const auto s = conv2d_shape(x_shape, weight.shape(), stride, padding, dilation, groups);
   if (is_half(grad_y.dtype()) && grad_y.device().is_cpu() &&
       !(grad_y.dtype() == kBFloat16 && cpu::conv2d_bf16_native(s)))
     return conv2d_backward_input(grad_y.to(kFloat32), weight.to(kFloat32), x_shape, stride, padding, dilation, groups)
@@ -124,7 +126,7 @@ Tensor conv2d_backward_input(const Tensor& grad_y, const Tensor& weight, const S
 std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Tensor& x, const Shape& w_shape,
                                                   Pair stride, Pair padding, Pair dilation, int64_t groups,
                                                   bool with_bias) {
-  const auto s = shape_of(x.shape(), w_shape, stride, padding, dilation, groups);
+  const auto s = conv2d_shape(x.shape(), w_shape, stride, padding, dilation, groups);
   if (is_half(grad_y.dtype()) && grad_y.device().is_cpu() &&
       !(grad_y.dtype() == kBFloat16 && cpu::conv2d_bf16_native(s))) {
     auto [gw, gb] = conv2d_backward_weight(grad_y.to(kFloat32), x.to(kFloat32), w_shape, stride, padding, dilation,

@@ -27,6 +27,7 @@ EMBER_API_BEGIN
   X(View, view) X(Permute, permute) X(Expand, expand) X(Slice, slice) X(Select, select)       \
   /* layers (tensor/nn_ops.h) */                                                             \
   X(Conv2d, conv2d) X(MaxPool2d, max_pool2d) X(AvgPool2d, avg_pool2d)                         \
+  X(Conv2dReluPool, conv2d_relu_pool2x2)                                                      \
   X(LayerNorm, layer_norm) X(Pad, pad)                                                        \
   X(CrossEntropy, cross_entropy) X(NllLoss, nll_loss)
 

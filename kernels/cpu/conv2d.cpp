@@ -118,6 +118,62 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
   for_ranges<T>(s.n, nt, k.forward_scratch(a), [&](int64_t lo, int64_t hi, T* ws) { k.forward(a, lo, hi, ws); });
 }
 
+// The fused ReLU + 2x2 max-pool forward. The direct kernels pool each image's
+// output from their scratch grid; the im2col path writes one image's output to
+// scratch and pools it from there.
+template <class T>
+void relu_pool_forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y, uint8_t* window) {
+  const Conv2dDims d(s);
+  if (s.n <= 0 || s.c_out <= 0 || s.h_out < 2 || s.w_out < 2) return;
+  const bool direct = is_direct(s);
+  const Direct v = direct ? Direct(s, d, false) : Direct();
+  const Kernels<T>& k = kernels_for<T>(s);
+  const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
+  if (direct) {
+    Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
+    a.relu_pool = true;
+    a.window = window;
+    for_ranges<T>(s.n, nt, k.forward_scratch(a), [&](int64_t lo, int64_t hi, T* ws) { k.forward(a, lo, hi, ws); });
+    return;
+  }
+  const DirectKernels& dk = direct_tables().pick();
+  const ReluPool<T>& rp = [&]() -> const ReluPool<T>& {
+    if constexpr (sizeof(T) == 4) return dk.relu_pool_f32;
+    else return dk.relu_pool_f64;
+  }();
+  const int64_t pooled = s.c_out * (s.h_out / 2) * (s.w_out / 2);
+  const Args<T> whole{&s, &d, &v, x, w, bias, nullptr, y};
+  for_ranges<T>(s.n, nt, k.forward_scratch(whole) + d.y_img, [&](int64_t lo, int64_t hi, T* ws) {
+    T* conv = ws + k.forward_scratch(whole);
+    for (int64_t i = lo; i < hi; ++i) {
+      const Args<T> one{&s, &d, &v, x + i * d.x_img, w, bias, nullptr, conv};
+      k.forward(one, 0, 1, ws);
+      rp.forward_planes(conv, s.c_out, d.P, s.w_out, s.h_out, s.w_out, y + i * pooled,
+                        window ? window + i * pooled : nullptr);
+    }
+  });
+}
+
+template <class T>
+void relu_pool_backward_impl(const Conv2dShape& s, const T* gy, const T* y, const uint8_t* window, T* gconv) {
+  const int64_t planes = s.n * s.c_out;
+  if (planes <= 0 || s.h_out <= 0 || s.w_out <= 0) return;
+  const DirectKernels& dk = direct_tables().pick();
+  const ReluPool<T>& rp = [&]() -> const ReluPool<T>& {
+    if constexpr (sizeof(T) == 4) return dk.relu_pool_f32;
+    else return dk.relu_pool_f64;
+  }();
+  const int64_t pooled = (s.h_out / 2) * (s.w_out / 2);
+  // A memory pass: one slice of planes per thread when it is big enough for a team.
+  const bool team = planes * s.h_out * s.w_out >= kParallelGrain && !omp_in_parallel();
+  const int64_t slices = team ? get_num_threads() : 1;
+  parallel_rows(slices, team, [&](int64_t j) {
+    const int64_t p0 = planes * j / slices, p1 = planes * (j + 1) / slices;
+    rp.backward_planes(gy + p0 * pooled, y + p0 * pooled, window + p0 * pooled, p1 - p0, s.h_out, s.w_out,
+                       gconv + p0 * s.h_out * s.w_out);
+  });
+}
+
 template <class T>
 void backward_input_impl(const Conv2dShape& s, const T* gy, const T* w, T* gx) {
   const Conv2dDims d(s);
@@ -220,6 +276,22 @@ void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* w
   conv2d_detail::float_types(dt, "conv2d_forward", [&]<class T>() {
     conv2d_detail::forward_impl<T>(s, static_cast<const T*>(x), static_cast<const T*>(weight),
                                    static_cast<const T*>(bias), static_cast<T*>(y));
+  });
+}
+
+void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
+                              const void* bias, void* y, uint8_t* window) {
+  conv2d_detail::float_types(dt, "conv2d_relu_pool_forward", [&]<class T>() {
+    conv2d_detail::relu_pool_forward_impl<T>(s, static_cast<const T*>(x), static_cast<const T*>(weight),
+                                             static_cast<const T*>(bias), static_cast<T*>(y), window);
+  });
+}
+
+void conv2d_relu_pool_backward(DType dt, const Conv2dShape& s, const void* grad_y, const void* y,
+                               const uint8_t* window, void* grad_conv) {
+  conv2d_detail::float_types(dt, "conv2d_relu_pool_backward", [&]<class T>() {
+    conv2d_detail::relu_pool_backward_impl<T>(s, static_cast<const T*>(grad_y), static_cast<const T*>(y), window,
+                                              static_cast<T*>(grad_conv));
   });
 }
 

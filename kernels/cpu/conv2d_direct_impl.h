@@ -229,6 +229,11 @@ void spread_rows(const Conv2dShape& s, const Direct& v, const T* gy, int64_t row
   }
 }
 
+// Defined in relu_pool_impl.h, which each instruction set's file includes next.
+template <class T>
+void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride,
+                              int64_t h_out, int64_t w_out, T* y, uint8_t* window);
+
 // Forward, images [lo, hi). Scratch: padded x, one tail panel [K][NR], and the
 // virtual output rows [cog][Pr] when they differ from y's.
 template <class T>
@@ -251,7 +256,8 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   T* panel = xp + (v.padded ? s.c_in * v.plane : 0);
   T* ybuf = panel + d.K * NR;
   // When the grid is exactly y's (no columns to drop), the tiles write y itself.
-  const bool in_place = v.Wv == s.w_out;
+  const bool in_place = !a.relu_pool && v.Wv == s.w_out;
+  const int64_t pooled = (s.h_out / 2) * (s.w_out / 2);
   for (int64_t i = lo; i < hi; ++i) {
     const T* xi = a.x + i * d.x_img;
     if (v.padded) {
@@ -260,7 +266,7 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
     }
     for (int64_t g = 0; g < d.G; ++g) {
       const T* xg = xi + g * d.cig * v.plane;
-      T* yg = a.out + i * d.y_img + g * d.cog * d.P;
+      T* yg = a.relu_pool ? nullptr : a.out + i * d.y_img + g * d.cog * d.P;
       T* c = in_place ? yg : ybuf;
       const int64_t c_rs = in_place ? d.P : Pr;
       for (int64_t p0 = 0; p0 < v.Pv; p0 += NR) {
@@ -280,7 +286,11 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
                                       c_rs, nullptr, nb);
         }
       }
-      if (!in_place)
+      if (a.relu_pool) {
+        const int64_t o = (i * s.c_out + g * d.cog) * pooled;
+        relu_pool_forward_planes(ybuf, d.cog, Pr, v.Wv, s.h_out, s.w_out, a.out + o,
+                                 a.window ? a.window + o : nullptr);
+      } else if (!in_place)
         for (int64_t co = 0; co < d.cog; ++co)
           for (int64_t oy = 0; oy < s.h_out; ++oy)
             copy_n(yg + co * d.P + oy * s.w_out, ybuf + co * Pr + oy * v.Wv, s.w_out);

@@ -62,7 +62,12 @@ struct Args {
   const T* w;       // forward, input gradient
   const T* bias;    // forward (nullable)
   const T* gy;      // gradients
-  T* out;           // y or grad_x
+  T* out;           // y or grad_x; with relu_pool, the pooled y [n][c_out][h_out/2][w_out/2]
+  // Forward of the direct kernels only: ReLU and 2x2 max pooling applied to each
+  // image's output before it is stored (relu_pool_impl.h); window (nullable)
+  // receives each pooled value's position in its window.
+  bool relu_pool = false;
+  uint8_t* window = nullptr;
 };
 
 // One path's kernels for one dtype. Each runs single-threaded over images [lo, hi)
@@ -88,11 +93,24 @@ struct Kernels {
 template <class T>
 const Kernels<T>& im2col_kernels();
 
+// The fused ReLU + 2x2 max-pool epilogue and its backward (relu_pool_impl.h), for
+// any convolution's output: planes [planes][h_out][w_out] read with the given
+// strides, pooled values and window positions contiguous [planes][h_out/2][w_out/2].
+template <class T>
+struct ReluPool {
+  void (*forward_planes)(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride, int64_t h_out,
+                         int64_t w_out, T* y, uint8_t* window);
+  void (*backward_planes)(const T* gy, const T* y, const uint8_t* window, int64_t planes, int64_t h_out,
+                          int64_t w_out, T* grad_conv);
+};
+
 // The stride-1 kernels compiled for one instruction set.
 struct DirectKernels {
   const char* name;
   Kernels<float> f32;
   Kernels<double> f64;
+  ReluPool<float> relu_pool_f32;
+  ReluPool<double> relu_pool_f64;
 };
 
 // nullptr when this build cannot emit that instruction set.

@@ -27,6 +27,11 @@ Tensor Conv2d::forward(const Tensor& x) {
   return conv2d(x, weight, bias, options.stride, options.padding, options.dilation, options.groups);
 }
 
+Tensor Conv2d::forward_relu_pool2x2(const Tensor& x) {
+  check_input_device(x, "conv2d_forward");
+  return conv2d_relu_pool2x2(x, weight, bias, options.stride, options.padding, options.dilation, options.groups);
+}
+
 std::string Conv2d::extra_repr() const {
   std::string s = msg(in_channels, ", ", out_channels, ", kernel_size=(", kernel_size[0], ", ", kernel_size[1],
                       "), stride=(", options.stride[0], ", ", options.stride[1], ")");

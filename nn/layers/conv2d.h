@@ -22,6 +22,9 @@ class Conv2d : public Module {
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Conv2dOptions options = {})
       : Conv2d(in_channels, out_channels, Pair{kernel_size, kernel_size}, options) {}
   Tensor forward(const Tensor& x) override;
+  // max_pool2d(relu(forward(x)), 2) as one fused op (conv2d_relu_pool2x2 in
+  // tensor/nn_ops.h): the same values and gradients, one pass over the activations.
+  Tensor forward_relu_pool2x2(const Tensor& x);
   std::string extra_repr() const override;
   Tensor weight, bias;
   const int64_t in_channels, out_channels;

@@ -1,6 +1,8 @@
 // The seed network (see network.h).
 #include "nn/models/network.h"
 
+#include <typeinfo>
+
 #include "nn/functional.h"
 
 namespace ember::nn {
@@ -15,12 +17,20 @@ Network::Network() : Module("Network") {
 
 // The layers run as registered, not through the typed members, so that a layer
 // swapped in by quant::quantize_dynamic (an int8 Linear) is the one that runs.
+// Each convolution block, conv -> ReLU -> 2x2 max pool, runs as one fused op
+// (Conv2d::forward_relu_pool2x2: the same values and gradients, one pass over
+// the activations) when its layer is a plain Conv2d.
 Tensor Network::forward(const Tensor& x) {
   namespace F = functional;
   const auto layers = named_children();  // conv1, conv2, fc1, fc2, out
   auto layer = [&](size_t i, const Tensor& in) { return (*layers[i].second)(in); };
-  Tensor t = F::max_pool2d(F::relu(layer(0, x)), {2, 2});
-  t = F::max_pool2d(F::relu(layer(1, t)), {2, 2});
+  auto conv_block = [&](size_t i, const Tensor& in) {
+    Module& m = *layers[i].second;
+    if (typeid(m) != typeid(Conv2d)) return F::max_pool2d(F::relu(layer(i, in)), {2, 2});
+    return static_cast<Conv2d&>(m).forward_relu_pool2x2(in);
+  };
+  Tensor t = conv_block(0, x);
+  t = conv_block(1, t);
   t = t.flatten(1);
   t = F::relu(layer(2, t));
   t = F::relu(layer(3, t));

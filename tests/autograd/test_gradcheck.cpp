@@ -154,6 +154,13 @@ std::vector<Row> layer_rows() {
       {"conv2d stride, padding, dilation, groups, bias", [](auto& x) {
          return conv2d(x[0], x[1], x[2], {2, 1}, {1, 0}, {1, 2}, 2); },
        {input({2, 4, 5, 6}, -1, 1, 100), input({4, 2, 3, 2}, -1, 1, 101), input({4}, -1, 1, 102)}},
+      // Inputs shifted up so that most windows' maxima are positive and gradients flow.
+      {"conv2d_relu_pool2x2: padding, odd output, bias", [](auto& x) {
+         return conv2d_relu_pool2x2(x[0], x[1], x[2], {1, 1}, {1, 0}); },
+       {input({2, 2, 5, 6}, -0.5, 1, 117), input({3, 2, 2, 3}, -0.5, 1, 118), input({3}, -0.2, 0.5, 119)}},
+      {"conv2d_relu_pool2x2: stride 2, no bias", [](auto& x) {
+         return conv2d_relu_pool2x2(x[0], x[1], Tensor(), {2, 2}); },
+       {input({1, 2, 9, 9}, -0.5, 1, 120), input({2, 2, 2, 2}, -0.5, 1, 121)}},
       {"max_pool2d", [](auto& x) { return std::get<0>(max_pool2d_with_indices(x[0], {2, 2}, {2, 2}, {0, 0}, {1, 1}, false)); },
        {input({1, 2, 4, 4}, -1, 1, 103)}},
       {"avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {3, 2}, {2, 2}, {1, 0}, true, false); },

@@ -1,0 +1,165 @@
+// ReLU and 2x2 max pooling applied to a convolution's output as it leaves the
+// kernel (conv2d_relu_pool_forward), and the matching backward: the gradient of
+// the convolution's output from the pooled gradient. Written once over the vector
+// types of conv2d_direct_impl.h and included after it by each
+// conv2d_direct_<isa>.cpp inside its instruction-set region.
+//
+// Why fuse: the seed network's max_pool2d(relu(conv2d(x))) wrote the convolution's
+// output, read and wrote it again for ReLU, read it for the pooling, and in training
+// swept it twice more backward. Here the output of one image's convolution is pooled
+// while it is still in L1, and the full-size activations exist only as a gradient.
+//
+// The pooling follows PyTorch's max_pool2d(relu(.)) exactly: relu is monotonic, so
+// the max of relu(v) is relu of the max of v; the window's positions are tried in
+// row-major order, a later one replacing the running maximum when it is larger or
+// NaN. Only when the maximum is <= 0 can the chosen position differ from the one
+// PyTorch records after the ReLU (a tie of zeros), and there the gradient is 0 either
+// way. window[o] (0..3, dy*2 + dx) records the choice for the backward pass.
+#pragma once
+
+namespace ember::cpu::conv2d_detail {
+namespace {
+
+// Lane masks for __builtin_shuffle over two vectors of L lanes: the even and odd
+// lanes of their concatenation, and the two halves of their interleaving.
+template <class T, int B>
+struct PairLanes {
+  static constexpr int L = B / int(sizeof(T));
+  using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  typedef I VI __attribute__((vector_size(B)));
+  static VI make(int first, int step, bool interleave) {
+    VI m;
+    for (int i = 0; i < L; ++i) m[i] = interleave ? (i / 2 + first) + (i % 2) * L : first + step * i;
+    return m;
+  }
+  static VI even() { return make(0, 2, false); }
+  static VI odd() { return make(1, 2, false); }
+  static VI low() { return make(0, 0, true); }       // a0 b0 a1 b1 ...
+  static VI high() { return make(L / 2, 0, true); }  // a(L/2) b(L/2) ...
+};
+
+// The scalar step both directions fall back to for the last pooled columns.
+template <class T>
+void relu_pool_one(const T* r0, const T* r1, T* y, uint8_t* win) {
+  const T v[4] = {r0[0], r0[1], r1[0], r1[1]};
+  T m = v[0];
+  uint8_t k = 0;
+  for (uint8_t j = 1; j < 4; ++j)
+    if (v[j] > m || v[j] != v[j]) m = v[j], k = j;
+  *y = m > T(0) || m != m ? m : T(0);
+  if (win) *win = k;
+}
+
+// n pooled values of one output row from conv rows r0 and r1 (2n columns each), in
+// vectors of B bytes, then of halving width for the tail.
+template <class T, int B>
+void relu_pool_row(const T* r0, const T* r1, T* y, uint8_t* win, int64_t n) {
+  using S = Vec<T, B>;
+  using V = typename S::V;
+  using P = PairLanes<T, B>;
+  using VI = typename P::VI;
+  constexpr int L = S::L;
+  int64_t j = 0;
+  if constexpr (L >= 2) {
+    const VI even = P::even(), odd = P::odd();
+    for (; j + L <= n; j += L) {
+      const V a0 = S::load(r0 + 2 * j), a1 = S::load(r0 + 2 * j + L);
+      const V b0 = S::load(r1 + 2 * j), b1 = S::load(r1 + 2 * j + L);
+      const V cand[3] = {__builtin_shuffle(a0, a1, odd), __builtin_shuffle(b0, b1, even),
+                         __builtin_shuffle(b0, b1, odd)};
+      V m = __builtin_shuffle(a0, a1, even);
+      VI k{};
+#pragma GCC unroll 3
+      for (int c = 0; c < 3; ++c) {
+        const VI takes = (cand[c] > m) | (cand[c] != cand[c]);
+        m = takes ? cand[c] : m;
+        k = takes ? VI{} + (c + 1) : k;
+      }
+      S::store(y + j, (m > V{}) | (m != m) ? m : V{});
+      if (win)
+        for (int i = 0; i < L; ++i) win[j + i] = uint8_t(k[i]);
+    }
+  }
+  if constexpr (B / 2 >= 2 * int(sizeof(T))) {
+    relu_pool_row<T, B / 2>(r0 + 2 * j, r1 + 2 * j, y + j, win ? win + j : nullptr, n - j);
+  } else {
+    for (; j < n; ++j) relu_pool_one(r0 + 2 * j, r1 + 2 * j, y + j, win ? win + j : nullptr);
+  }
+}
+
+// `planes` planes of a convolution's output (plane p at conv + p*plane_stride, row
+// oy at + oy*row_stride, h_out x w_out values) into y [planes][h_out/2][w_out/2] and
+// window (nullable) of the same shape. An odd last row or column is dropped, as
+// max_pool2d's floor mode does.
+template <class T>
+void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride,
+                              int64_t h_out, int64_t w_out, T* y, uint8_t* window) {
+  const int64_t ph = h_out / 2, pw = w_out / 2;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t py = 0; py < ph; ++py) {
+      const T* r0 = conv + p * plane_stride + 2 * py * row_stride;
+      const int64_t o = (p * ph + py) * pw;
+      relu_pool_row<T, kBytes>(r0, r0 + row_stride, y + o, window ? window + o : nullptr, pw);
+    }
+}
+
+// The gradient of one pooled row's 2n conv columns in rows g0 and g1: the pooled
+// gradient where y > 0 (ReLU's rule: not where y is 0 or NaN) at the position its
+// window chose, 0 at the other three.
+template <class T, int B>
+void relu_pool_grad_row(const T* gy, const T* y, const uint8_t* win, T* g0, T* g1, int64_t n) {
+  using S = Vec<T, B>;
+  using V = typename S::V;
+  using P = PairLanes<T, B>;
+  using VI = typename P::VI;
+  constexpr int L = S::L;
+  int64_t j = 0;
+  if constexpr (L >= 2) {
+    const VI low = P::low(), high = P::high();
+    for (; j + L <= n; j += L) {
+      VI k;
+      for (int i = 0; i < L; ++i) k[i] = win[j + i];
+      const V g = S::load(y + j) > V{} ? S::load(gy + j) : V{};
+      const V v0 = k == 0 ? g : V{}, v1 = k == 1 ? g : V{}, v2 = k == 2 ? g : V{}, v3 = k == 3 ? g : V{};
+      S::store(g0 + 2 * j, __builtin_shuffle(v0, v1, low));
+      S::store(g0 + 2 * j + L, __builtin_shuffle(v0, v1, high));
+      S::store(g1 + 2 * j, __builtin_shuffle(v2, v3, low));
+      S::store(g1 + 2 * j + L, __builtin_shuffle(v2, v3, high));
+    }
+  }
+  if constexpr (B / 2 >= 2 * int(sizeof(T))) {
+    relu_pool_grad_row<T, B / 2>(gy + j, y + j, win + j, g0 + 2 * j, g1 + 2 * j, n - j);
+  } else {
+    for (; j < n; ++j) {
+      const T g = y[j] > T(0) ? gy[j] : T(0);
+      T* const at[4] = {g0 + 2 * j, g0 + 2 * j + 1, g1 + 2 * j, g1 + 2 * j + 1};
+      for (int q = 0; q < 4; ++q) *at[q] = win[j] == q ? g : T(0);
+    }
+  }
+}
+
+// grad_conv [planes][h_out][w_out] from gy, y and window [planes][h_out/2][w_out/2];
+// every element is written, the dropped last row and column as 0.
+template <class T>
+void relu_pool_backward_planes(const T* gy, const T* y, const uint8_t* window, int64_t planes, int64_t h_out,
+                               int64_t w_out, T* grad_conv) {
+  const int64_t ph = h_out / 2, pw = w_out / 2;
+  for (int64_t p = 0; p < planes; ++p) {
+    T* gp = grad_conv + p * h_out * w_out;
+    for (int64_t py = 0; py < ph; ++py) {
+      const int64_t o = (p * ph + py) * pw;
+      T* g0 = gp + 2 * py * w_out;
+      relu_pool_grad_row<T, kBytes>(gy + o, y + o, window + o, g0, g0 + w_out, pw);
+      if (w_out % 2) g0[w_out - 1] = g0[2 * w_out - 1] = T(0);
+    }
+    if (h_out % 2) zero_n(gp + (h_out - 1) * w_out, w_out);
+  }
+}
+
+template <class T>
+constexpr ReluPool<T> relu_pool_table() {
+  return {relu_pool_forward_planes<T>, relu_pool_backward_planes<T>};
+}
+
+}  // namespace
+}  // namespace ember::cpu::conv2d_detail

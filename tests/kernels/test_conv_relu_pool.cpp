@@ -1,0 +1,176 @@
+// The fused convolution + ReLU + 2x2 max-pool kernels (kernels/cpu/conv2d.h,
+// conv2d_relu_pool_forward and _backward) against the definitions in float64: a
+// loop over every term of the convolution, ReLU, then PyTorch's max pooling (the
+// first largest value of the window in row-major order, or the last NaN). Every
+// instruction-set level, one thread and two, float32 and float64, the stride-1
+// kernels and the im2col path, odd output sizes (a row and a column dropped),
+// vector tails of every width, and NaN inputs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/base/error.h"
+#include "kernels/base/parallel.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/isa.h"
+
+#include "isa_guard.h"
+
+namespace {
+
+using ember::DType;
+using ember::cpu::Conv2dShape;
+
+Conv2dShape shape(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out, int64_t k, int64_t stride = 1,
+                  int64_t pad = 0, int64_t dil = 1, int64_t groups = 1) {
+  Conv2dShape s;
+  s.n = n, s.c_in = c_in, s.h = h, s.w = w, s.c_out = c_out, s.kh = k, s.kw = k;
+  s.stride_h = s.stride_w = stride, s.pad_h = s.pad_w = pad, s.dil_h = s.dil_w = dil, s.groups = groups;
+  return ember::cpu::conv2d_set_output_size(s);
+}
+
+// The convolution by its definition, [n][c_out][h_out][w_out].
+std::vector<double> conv_reference(const Conv2dShape& s, const std::vector<double>& x, const std::vector<double>& w,
+                                   const std::vector<double>& b) {
+  const int64_t cig = s.c_in / s.groups, cog = s.c_out / s.groups;
+  std::vector<double> y(size_t(s.n * s.c_out * s.h_out * s.w_out));
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t co = 0; co < s.c_out; ++co)
+      for (int64_t oy = 0; oy < s.h_out; ++oy)
+        for (int64_t ox = 0; ox < s.w_out; ++ox) {
+          double sum = b[size_t(co)];
+          for (int64_t cl = 0; cl < cig; ++cl)
+            for (int64_t ky = 0; ky < s.kh; ++ky)
+              for (int64_t kx = 0; kx < s.kw; ++kx) {
+                const int64_t iy = oy * s.stride_h - s.pad_h + ky * s.dil_h;
+                const int64_t ix = ox * s.stride_w - s.pad_w + kx * s.dil_w;
+                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                const int64_t ci = co / cog * cig + cl;
+                sum += w[size_t(((co * cig + cl) * s.kh + ky) * s.kw + kx)] *
+                       x[size_t(((n * s.c_in + ci) * s.h + iy) * s.w + ix)];
+              }
+          y[size_t(((n * s.c_out + co) * s.h_out + oy) * s.w_out + ox)] = sum;
+        }
+  return y;
+}
+
+double relu(double v) { return v > 0 || std::isnan(v) ? v : 0.0; }
+
+template <class T>
+void check(const Conv2dShape& s, bool with_nan, uint32_t seed) {
+  const DType dt = sizeof(T) == 4 ? DType::Float32 : DType::Float64;
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int64_t cig = s.c_in / s.groups, ph = s.h_out / 2, pw = s.w_out / 2;
+  std::vector<double> x(size_t(s.n * s.c_in * s.h * s.w)), w(size_t(s.c_out * cig * s.kh * s.kw)),
+      b(size_t(s.c_out));
+  for (auto* v : {&x, &w, &b})
+    for (double& e : *v) e = T(u(gen));  // representable in T, so both sides start equal
+  if (with_nan) x[x.size() / 3] = NAN, x[x.size() / 2] = NAN;
+  const std::vector<double> conv = conv_reference(s, x, w, b);
+
+  std::vector<T> xt(x.begin(), x.end()), wt(w.begin(), w.end()), bt(b.begin(), b.end());
+  const size_t pooled = size_t(s.n * s.c_out * ph * pw), full = conv.size();
+  std::vector<T> y(pooled, T(-7));
+  std::vector<uint8_t> window(pooled, 9);
+  ember::cpu::conv2d_relu_pool_forward(dt, s, xt.data(), wt.data(), bt.data(), y.data(), window.data());
+
+  // Forward: each pooled value against relu(max) of its window in float64, and the
+  // window position: the chosen pre-ReLU value must be the window's maximum (within
+  // the rounding of T's sums, which may reorder near-ties) or its last NaN.
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12;
+  int64_t bad_y = 0, bad_window = 0;
+  for (int64_t p = 0; p < s.n * s.c_out; ++p)
+    for (int64_t py = 0; py < ph; ++py)
+      for (int64_t px = 0; px < pw; ++px) {
+        const size_t o = size_t((p * ph + py) * pw + px);
+        double v[4];
+        for (int j = 0; j < 4; ++j) v[j] = conv[size_t((p * s.h_out + 2 * py + j / 2) * s.w_out + 2 * px + j % 2)];
+        double m = relu(v[0]);
+        int last_nan = std::isnan(v[0]) ? 0 : -1;
+        for (int j = 1; j < 4; ++j) {
+          if (relu(v[j]) > m || std::isnan(v[j])) m = relu(v[j]);
+          if (std::isnan(v[j])) last_nan = j;
+        }
+        const double got = double(y[o]);
+        if (std::isnan(m) ? !std::isnan(got) : !(std::abs(got - m) <= tol * std::max(1.0, std::abs(m)))) ++bad_y;
+        const int k = window[o];
+        if (k > 3) {
+          ++bad_window;
+        } else if (last_nan >= 0) {
+          bad_window += k != last_nan;
+        } else {
+          double pre_max = v[0];
+          for (int j = 1; j < 4; ++j) pre_max = std::max(pre_max, v[j]);
+          bad_window += !(v[k] >= pre_max - tol * std::max(1.0, std::abs(pre_max)));
+        }
+      }
+  CHECK(bad_y == 0);
+  CHECK(bad_window == 0);
+
+  // Backward: the pooled gradient at the window's position where y > 0, zero
+  // everywhere else, every element written.
+  std::vector<T> gy(pooled);
+  for (T& e : gy) e = T(u(gen));
+  std::vector<T> gconv(full, T(-7));
+  ember::cpu::conv2d_relu_pool_backward(dt, s, gy.data(), y.data(), window.data(), gconv.data());
+  std::vector<T> want(full, T(0));
+  for (int64_t p = 0; p < s.n * s.c_out; ++p)
+    for (int64_t py = 0; py < ph; ++py)
+      for (int64_t px = 0; px < pw; ++px) {
+        const size_t o = size_t((p * ph + py) * pw + px);
+        const int k = window[o] & 3;
+        if (y[o] > T(0)) want[size_t((p * s.h_out + 2 * py + k / 2) * s.w_out + 2 * px + k % 2)] = gy[o];
+      }
+  int64_t bad_grad = 0;
+  for (size_t i = 0; i < full; ++i) bad_grad += !(gconv[i] == want[i]);
+  CHECK(bad_grad == 0);
+}
+
+struct Case {
+  const char* name;
+  Conv2dShape s;
+};
+
+std::vector<Case> cases() {
+  return {
+      {"net conv1, batch 1", shape(1, 1, 28, 28, 6, 5)},
+      {"net conv2, batch 3", shape(3, 6, 12, 12, 12, 5)},
+      {"odd output 7x9, padding 1 (a row and a column dropped)", shape(2, 2, 7, 9, 3, 3, 1, 1)},
+      {"wide rows: 70 columns, every vector width in the tail", shape(1, 2, 5, 72, 2, 3)},
+      {"dilation 2, groups 2", shape(2, 4, 11, 12, 4, 3, 1, 0, 2, 2)},
+      {"stride 2 (im2col path), odd output", shape(3, 2, 15, 13, 5, 3, 2, 1)},
+      {"2x2 output, one window", shape(1, 1, 3, 3, 1, 2)},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_relu_pool kernels match conv, ReLU and max pooling at every level", "[kernels][conv2d]") {
+  ember::testing::IsaGuard guard;
+  for (const char* level : {"generic", "avx2", "avx512"}) {
+    if (!ember::cpu::set_isa(level)) continue;
+    for (int threads : {1, 2}) {
+      ember::set_num_threads(threads);
+      for (const Case& c : cases())
+        for (bool with_nan : {false, true}) {
+          INFO("level " << level << ", " << threads << " threads, " << c.name << (with_nan ? ", NaN inputs" : ""));
+          check<float>(c.s, with_nan, 7);
+          check<double>(c.s, with_nan, 8);
+        }
+    }
+  }
+}
+
+TEST_CASE("conv2d_relu_pool kernels refuse other dtypes", "[kernels][conv2d]") {
+  const Conv2dShape s = shape(1, 1, 4, 4, 1, 3);
+  std::vector<uint16_t> buf(64);
+  std::vector<uint8_t> window(4);
+  CHECK_THROWS_AS(ember::cpu::conv2d_relu_pool_forward(DType::Float16, s, buf.data(), buf.data(), nullptr,
+                                                       buf.data(), window.data()),
+                  ember::NotImplementedError);
+}

@@ -1,0 +1,145 @@
+// conv2d_relu_pool2x2 (tensor/nn_ops.h) against the three ops it fuses,
+// max_pool2d(relu(conv2d(.)), 2), run separately: the same output bits and the same
+// gradient bits for x, the weight and the bias (the kernels compute the same sums
+// and only skip storing the activations), on the fused path and on the paths that
+// run the three ops (autocast, half types, outputs too small to pool); conv2d's
+// errors unchanged; the seed network's outputs and gradients unchanged.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ember.h"
+#include "nn/amp/autocast.h"
+#include "nn/nn.h"
+
+using namespace ember;
+using Catch::Matchers::Message;
+
+namespace {
+
+// Same shape, dtype and bits (so NaNs in the same places compare equal).
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  Tensor ac = a.detach().contiguous(), bc = b.detach().contiguous();
+  return std::memcmp(ac.data_ptr(), bc.data_ptr(), size_t(ac.numel()) * dtype_size(a.dtype())) == 0;
+}
+
+struct Run {
+  Tensor y, gx, gw, gb;
+};
+
+// One forward and backward of f on fresh leaves holding x, w and b.
+template <class F>
+Run run(F&& f, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& gy_seed) {
+  Tensor xl = x.detach().clone().requires_grad_(), wl = w.detach().clone().requires_grad_();
+  Tensor bl = b.defined() ? b.detach().clone().requires_grad_() : Tensor();
+  Tensor y = f(xl, wl, bl);
+  y.backward(gy_seed.to(y.dtype()).reshape(y.shape()));
+  return {y, xl.grad(), wl.grad(), bl.defined() ? bl.grad() : Tensor()};
+}
+
+struct Conv {
+  Pair stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+};
+
+void compare(const Shape& xs, const Shape& ws, bool bias, Conv c, DType dt, bool nan = false) {
+  Generator gen(11);
+  Tensor x = randn(xs, {dt}, &gen), w = randn(ws, {dt}, &gen) * 0.3;
+  if (nan) x.view({-1}).select(0, x.numel() / 2).fill_(NAN);
+  Tensor b = bias ? randn({ws[0]}, {dt}, &gen) : Tensor();
+  auto fused = [&](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
+    return conv2d_relu_pool2x2(x_, w_, b_, c.stride, c.padding, c.dilation, c.groups);
+  };
+  auto three = [&](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
+    return max_pool2d(conv2d(x_, w_, b_, c.stride, c.padding, c.dilation, c.groups).relu(), {2, 2}, {2, 2});
+  };
+  Tensor probe = three(x, w, b);
+  Tensor gy = randn({probe.numel()}, {kFloat64}, &gen);
+  const Run a = run(fused, x, w, b, gy), e = run(three, x, w, b, gy);
+  CHECK(same_bits(a.y, e.y));
+  CHECK(same_bits(a.gx, e.gx));
+  CHECK(same_bits(a.gw, e.gw));
+  if (bias) CHECK(same_bits(a.gb, e.gb));
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_relu_pool2x2 gives the bits of max_pool2d(relu(conv2d))", "[nn][conv2d]") {
+  for (DType dt : {kFloat32, kFloat64}) {
+    INFO(dtype_name(dt));
+    compare({2, 1, 28, 28}, {6, 1, 5, 5}, true, {}, dt);                    // the seed net's conv1
+    compare({3, 6, 12, 12}, {12, 6, 5, 5}, true, {}, dt);                   // and conv2
+    compare({2, 4, 9, 11}, {6, 2, 3, 2}, false, {{1, 1}, {1, 0}, {1, 2}, 2}, dt);  // odd output
+    compare({2, 3, 13, 12}, {4, 3, 3, 3}, true, {{2, 2}, {1, 1}, {1, 1}, 1}, dt);  // stride 2
+    compare({2, 2, 10, 10}, {3, 2, 3, 3}, true, {}, dt, /*nan=*/true);
+  }
+}
+
+TEST_CASE("conv2d_relu_pool2x2 records one node on the CPU and none without grad", "[nn][conv2d]") {
+  Tensor x = randn({1, 2, 8, 8}).requires_grad_(), w = randn({3, 2, 3, 3});
+  Tensor y = conv2d_relu_pool2x2(x, w, Tensor());
+  REQUIRE(y.grad_fn());
+  CHECK(std::string(y.grad_fn()->name()) == "Conv2dReluPoolBackward0");
+  CHECK(y.shape() == Shape{1, 3, 3, 3});
+  NoGradGuard no_grad;
+  CHECK_FALSE(conv2d_relu_pool2x2(x, w, Tensor()).grad_fn());
+}
+
+TEST_CASE("conv2d_relu_pool2x2 runs the three ops under autocast, in half types and below one window",
+          "[nn][conv2d]") {
+  Generator gen(5);
+  Tensor x = randn({2, 2, 8, 8}, {}, &gen), w = randn({3, 2, 3, 3}, {}, &gen), b = randn({3}, {}, &gen);
+  auto three = [&](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
+    return max_pool2d(conv2d(x_, w_, b_).relu(), {2, 2}, {2, 2});
+  };
+  {
+    nn::amp::AutocastGuard autocast(DeviceType::CPU);
+    Tensor y = conv2d_relu_pool2x2(x, w, b);
+    CHECK(y.dtype() == kBFloat16);
+    CHECK(same_bits(y, three(x, w, b)));
+  }
+  Tensor xh = x.to(kBFloat16), wh = w.to(kBFloat16), bh = b.to(kBFloat16);
+  CHECK(same_bits(conv2d_relu_pool2x2(xh, wh, bh), three(xh, wh, bh)));
+  // A 1-row convolution output cannot be pooled: max_pool2d's error.
+  CHECK_THROWS_MATCHES(conv2d_relu_pool2x2(randn({1, 2, 3, 8}), w, b), ShapeError,
+                       Message("max_pool2d: output size is too small (0x3) for input [1, 3, 1, 6]"));
+}
+
+TEST_CASE("conv2d_relu_pool2x2 reports conv2d's errors", "[nn][conv2d]") {
+  Tensor w = randn({3, 2, 3, 3});
+  CHECK_THROWS_MATCHES(conv2d_relu_pool2x2(randn({1, 4, 8, 8}), w, Tensor()), ShapeError,
+                       Message("Given groups=1, weight of size [3, 2, 3, 3], expected input[1, 4, 8, 8] to have 2 "
+                               "channels, but got 4 channels instead"));
+  CHECK_THROWS_AS(conv2d_relu_pool2x2(randn({1, 2, 8, 8}, {kFloat64}), w, Tensor()), DTypeError);
+  CHECK_THROWS_MATCHES(conv2d_relu_pool2x2(randn({1, 2, 8, 8}), w, Tensor(), {0, 1}), ValueError,
+                       Message("non-positive stride is not supported"));
+}
+
+TEST_CASE("the seed network's fused blocks give the outputs and gradients of the three ops", "[nn][conv2d]") {
+  manual_seed(3);
+  nn::Network net;
+  Generator gen(4);
+  Tensor x = randn({4, 1, 28, 28}, {}, &gen);
+  Tensor y = net(x);
+  y.sum().backward();
+  // The same network written out with the three ops.
+  namespace F = nn::functional;
+  std::vector<Tensor> grads;
+  for (const Tensor& p : net.parameters()) grads.push_back(p.grad().clone());
+  net.zero_grad();  // to none: the second backward's gradients are its own
+  Tensor t = F::max_pool2d(F::relu(F::conv2d(x, net.conv1->weight, net.conv1->bias)), {2, 2});
+  t = F::max_pool2d(F::relu(F::conv2d(t, net.conv2->weight, net.conv2->bias)), {2, 2});
+  t = F::relu((*net.fc1)(t.flatten(1)));
+  t = F::relu((*net.fc2)(t));
+  Tensor y3 = (*net.out)(t);
+  CHECK(same_bits(y, y3));
+  y3.sum().backward();
+  const auto params = net.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(same_bits(params[i].grad(), grads[i]));
+  }
+}
