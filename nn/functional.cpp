@@ -7,18 +7,7 @@
 
 namespace ember::nn::functional {
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  // Under autocast the bias is cast with x and weight, so y + bias stays in the lower dtype.
-  if (auto r = autocast::run(autocast::Policy::lower,
-                             [](const Tensor& x_, const Tensor& w_, const Tensor& b_) { return linear(x_, w_, b_); },
-                             x, weight, bias))
-    return *r;
-  if (weight.dim() != 2) throw ShapeError(msg("linear: expected a 2-D weight, got ", shape_str(weight.shape())));
-  // A 2-D input with a bias is one addmm: the bias is the GEMM's starting C.
-  if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
-  Tensor y = matmul(x, weight.t());
-  return bias.defined() ? y + bias : y;
-}
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) { return ember::linear(x, weight, bias); }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
               int64_t groups) {

@@ -111,6 +111,11 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // later blocks), so their results may differ in the last bits; and with alpha == 0
 // the fused path, like BLAS, does not carry a NaN of mat1 or mat2 into the result.
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, double beta = 1.0, double alpha = 1.0);
+// x . weight^T + bias (bias may be undefined), as torch.nn.functional.linear:
+// weight [out, in], x [..., in]. Without autograd, on the CPU in float32 or float64
+// with a 2-D x and a bias, one GEMM started from the bias rows (tensor/linear.cpp);
+// otherwise addmm(bias, x, weight.t()) for a 2-D x, else matmul then add.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 

@@ -234,14 +234,26 @@ template <class T>
 void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride,
                               int64_t h_out, int64_t w_out, T* y, uint8_t* window);
 
-// Forward, images [lo, hi). Scratch: padded x, one tail panel [K][NR], and the
-// virtual output rows [cog][Pr] when they differ from y's.
+// Forward, images [lo, hi). Every panel, the last one included, reads x in place:
+// the last reads up to NR - nb elements past the grid's last position, which are
+// the next channel's or the next image's (their products land in columns that are
+// dropped), or past the end of the last image. forward_reach is one past the
+// furthest element read, from a group's image start; an image whose reads would
+// leave x (the last, when the reach exceeds it) or that needs padding is read from
+// a copy with zeroed slack. (Copying the last panel's K rows instead cost the seed
+// network's batch-1 conv2 more than its other panels together.)
+inline int64_t forward_reach(const Conv2dDims& d, const Direct& v, int64_t NR) {
+  return (d.G - 1) * d.cig * v.plane + v.off.back() + round_up(v.Pv, NR);
+}
+
+// Scratch: the copied image with its slack, and the virtual output rows [cog][Pr].
 template <class T>
 int64_t forward_scratch_elems(const Args<T>& a) {
   using Tl = Tiles<T>;
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
-  return (v.padded ? a.s->c_in * v.plane : 0) + d.K * Tl::NR + d.cog * round_up(v.Pv, Tl::NR);
+  const int64_t image = std::max(a.s->c_in * v.plane, forward_reach(d, v, Tl::NR));
+  return image + d.cog * round_up(v.Pv, Tl::NR);
 }
 
 template <class T>
@@ -252,40 +264,32 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
   const int64_t Pr = round_up(v.Pv, NR);
-  T* xp = ws;
-  T* panel = xp + (v.padded ? s.c_in * v.plane : 0);
-  T* ybuf = panel + d.K * NR;
+  const int64_t image = s.c_in * v.plane, reach = forward_reach(d, v, NR);
+  T* xcopy = ws;
+  T* ybuf = xcopy + std::max(image, reach);
+  if (reach > image) zero_n(xcopy + image, reach - image);
   // When the grid is exactly y's (no columns to drop), the tiles write y itself.
   const bool in_place = !a.relu_pool && v.Wv == s.w_out;
   const int64_t pooled = (s.h_out / 2) * (s.w_out / 2);
   for (int64_t i = lo; i < hi; ++i) {
     const T* xi = a.x + i * d.x_img;
     if (v.padded) {
-      pad_image(s, v, xi, xp);
-      xi = xp;
+      pad_image(s, v, xi, xcopy);
+      xi = xcopy;
+    } else if (i == s.n - 1 && reach > image) {
+      copy_n(xcopy, xi, image);
+      xi = xcopy;
     }
     for (int64_t g = 0; g < d.G; ++g) {
       const T* xg = xi + g * d.cig * v.plane;
       T* yg = a.relu_pool ? nullptr : a.out + i * d.y_img + g * d.cog * d.P;
       T* c = in_place ? yg : ybuf;
       const int64_t c_rs = in_place ? d.P : Pr;
-      for (int64_t p0 = 0; p0 < v.Pv; p0 += NR) {
-        const int64_t nb = std::min(NR, v.Pv - p0);
-        const T* wg = a.w + g * d.cog * d.K;
-        const T* init = a.bias ? a.bias + g * d.cog : nullptr;
-        if (nb == NR) {
-          outer_rows<T, true, false>(d.cog, d.K, wg, d.K, 1, xg + p0, 0, v.off.data(), init, c + p0,
-                                     c_rs, nullptr, nb);
-        } else {
-          // The last panel would read past the plane: copy what it needs, zero the rest.
-          for (int64_t k = 0; k < d.K; ++k) {
-            copy_n(panel + k * NR, xg + v.off[k] + p0, nb);
-            zero_n(panel + k * NR + nb, NR - nb);
-          }
-          outer_rows<T, false, false>(d.cog, d.K, wg, d.K, 1, panel, NR, nullptr, init, c + p0,
-                                      c_rs, nullptr, nb);
-        }
-      }
+      const T* wg = a.w + g * d.cog * d.K;
+      const T* init = a.bias ? a.bias + g * d.cog : nullptr;
+      for (int64_t p0 = 0; p0 < v.Pv; p0 += NR)
+        outer_rows<T, true, false>(d.cog, d.K, wg, d.K, 1, xg + p0, 0, v.off.data(), init, c + p0, c_rs, nullptr,
+                                   std::min(NR, v.Pv - p0));
       if (a.relu_pool) {
         const int64_t o = (i * s.c_out + g * d.cog) * pooled;
         relu_pool_forward_planes(ybuf, d.cog, Pr, v.Wv, s.h_out, s.w_out, a.out + o,
