@@ -237,10 +237,10 @@ void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_strid
 // Forward, images [lo, hi). Every panel, the last one included, reads x in place:
 // the last reads up to NR - nb elements past the grid's last position, which are
 // the next channel's or the next image's (their products land in columns that are
-// dropped), or past the end of the last image. forward_reach is one past the
-// furthest element read, from a group's image start; an image whose reads would
-// leave x (the last, when the reach exceeds it) or that needs padding is read from
-// a copy with zeroed slack. (Copying the last panel's K rows instead cost the seed
+// dropped), or past the end of the batch. forward_reach is one past the furthest
+// element read, from an image's start; an image whose reads would leave x (the
+// last, or more when images are smaller than a panel) or that needs padding is read
+// from a copy with zeroed slack. (Copying the last panel's K rows instead cost the seed
 // network's batch-1 conv2 more than its other panels together.)
 inline int64_t forward_reach(const Conv2dDims& d, const Direct& v, int64_t NR) {
   return (d.G - 1) * d.cig * v.plane + v.off.back() + round_up(v.Pv, NR);
@@ -276,7 +276,7 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
     if (v.padded) {
       pad_image(s, v, xi, xcopy);
       xi = xcopy;
-    } else if (i == s.n - 1 && reach > image) {
+    } else if (reach > (s.n - i) * image) {  // would read past the batch's last image
       copy_n(xcopy, xi, image);
       xi = xcopy;
     }

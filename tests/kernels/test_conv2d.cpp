@@ -69,6 +69,9 @@ std::vector<Case> cases() {
       {"kernel as large as the padded input", shape(2, 2, 2, 3, 3, 4, 5, 1, 1, 1, 1), true},
       {"stride wider than kernel", shape(2, 3, 10, 11, 2, 2, 2, 3, 4), true},
       {"pad beyond dilated reach", shape(1, 1, 3, 4, 2, 2, 2, 2, 3, 2, 2, 2, 1), true},
+      // Images smaller than one panel of outputs: a panel's reads reach several
+      // images ahead, past the batch for all but the first (read from a copy).
+      {"3x3 images, batch 4", shape(4, 1, 3, 3, 2, 2, 2), true},
       {"net conv1, batch 3", shape(3, 1, 28, 28, 6, 5, 5), true},
       {"net conv2, batch 5", shape(5, 6, 12, 12, 12, 5, 5), true},
       {"net conv2, batch 1", shape(1, 6, 12, 12, 12, 5, 5), true},

@@ -145,6 +145,7 @@ std::vector<Case> cases() {
       {"dilation 2, groups 2", shape(2, 4, 11, 12, 4, 3, 1, 0, 2, 2)},
       {"stride 2 (im2col path), odd output", shape(3, 2, 15, 13, 5, 3, 2, 1)},
       {"2x2 output, one window", shape(1, 1, 3, 3, 1, 2)},
+      {"3x3 images, batch 4 (a panel spans images)", shape(4, 1, 3, 3, 2, 2)},
   };
 }
 
