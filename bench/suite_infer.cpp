@@ -6,7 +6,8 @@
 // --threads) on the network exported by PyTorch to ONNX. All three alternate in
 // rounds after warm-up; each keeps its best median. The floor is the forward
 // pass's multiply-adds at the measured FMA peak. Also the peak RSS of the suite,
-// measured as in the train suite (suite_train.cpp).
+// measured as in the train suite (suite_train.cpp), and Ember's batch-1 forward
+// broken down by op (print_breakdown).
 //
 // Same model on every side: Ember's freshly initialized weights are written to a
 // temporary safetensors file that both peers load; before anything is timed,
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +86,43 @@ struct ScratchDir {
     if (!path.empty()) std::filesystem::remove_all(path, ec);
   }
 };
+
+// Where a batch-1 forward's time goes: each op of Network::forward timed alone on
+// its real input (median of kCalls1 calls), beside the whole forward. What the ops
+// do not account for is the network's own overhead (module calls, the walk over
+// its children).
+void print_breakdown(nn::Network& net, const Tensor& x1, double whole_s) {
+  namespace F = nn::functional;
+  const Tensor a1 = net.conv1->forward_relu_pool2x2(x1);
+  const Tensor a2 = net.conv2->forward_relu_pool2x2(a1);
+  const Tensor flat = a2.flatten(1);
+  const Tensor h1 = (*net.fc1)(flat), r1 = F::relu(h1), h2 = (*net.fc2)(r1), r2 = F::relu(h2);
+  struct Step {
+    const char* name;
+    std::function<Tensor()> run;
+  };
+  const Step steps[] = {
+      {"conv1+relu+pool", [&] { return net.conv1->forward_relu_pool2x2(x1); }},
+      {"conv2+relu+pool", [&] { return net.conv2->forward_relu_pool2x2(a1); }},
+      {"flatten", [&] { return a2.flatten(1); }},
+      {"fc1", [&] { return (*net.fc1)(flat); }},
+      {"relu", [&] { return F::relu(h1); }},
+      {"fc2", [&] { return (*net.fc2)(r1); }},
+      {"relu", [&] { return F::relu(h2); }},
+      {"out", [&] { return (*net.out)(r2); }},
+  };
+  std::string line;
+  double sum = 0;
+  for (const Step& s : steps) {
+    const double t = median_seconds([&] { Tensor y = s.run(); }, kCalls1 / 10, kCalls1);
+    sum += t;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "  %s %.2f", s.name, t * 1e6);
+    line += buf;
+  }
+  std::printf("infer: ember batch-1 forward by op (us, median each):%s; sum %.2f, whole forward %.2f\n", line.c_str(),
+              sum * 1e6, whole_s * 1e6);
+}
 
 // The best (lowest) of the rounds' medians so far.
 void keep_best(std::optional<double>& best, double v) { best = best ? std::min(*best, v) : v; }
@@ -220,6 +259,7 @@ void infer_suite(const Options& opt, Report& report) {
       }
     }
   }
+  print_breakdown(net, x1, t1);
   const double ember_rss = peak_rss_mib();
   std::printf("infer: ember peak RSS %.0f MiB%s\n", ember_rss, peak_reset ? "" : " (whole process)");
   const std::string torch_name =

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/conv2d_kernels.h"

@@ -359,8 +359,10 @@ void backward_input_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
 //
 // A row of x is read in whole vectors, up to Pw = Pv rounded up to a vector, so up
 // to a vector past the plane: inside the batch that is the next plane (its values
-// meet zeros of gy'), but past the last image it is outside x. That image, and
-// every image when there is padding, is read from a copy with zeroed slack.
+// meet zeros of gy'), but past the last image it is outside x. That image (and the
+// ones before it whose reads would run past it, when images are smaller than a
+// vector), and every image when there is padding, is read from a copy with zeroed
+// slack.
 struct WeightLayout {
   int64_t Pw, Kp, Cp;
   int64_t x_elems;    // one copied image: c_in padded planes and a vector of slack
@@ -480,7 +482,7 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
         pad_image(s, v, xi, xc);
         zero_n(xc + s.c_in * v.plane, l.x_elems - s.c_in * v.plane);
         xi = xc;
-      } else if (i0 + m == s.n - 1) {
+      } else if (i0 + m == s.n - 1 || (s.n - 1 - (i0 + m)) * d.x_img < l.Pw - v.Pv) {
         copy_n(xc, xi, d.x_img);
         zero_n(xc + d.x_img, l.x_elems - d.x_img);
         xi = xc;

@@ -20,22 +20,33 @@
 namespace ember::cpu::conv2d_detail {
 namespace {
 
-// Lane masks for __builtin_shuffle over two vectors of L lanes: the even and odd
-// lanes of their concatenation, and the two halves of their interleaving.
+// Lane selections over two vectors of L lanes (__builtin_shufflevector, which GCC
+// and clang both take, with constant indices): the even and odd lanes of their
+// concatenation, and the low and high halves of their interleaving.
 template <class T, int B>
 struct PairLanes {
   static constexpr int L = B / int(sizeof(T));
   using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
   typedef I VI __attribute__((vector_size(B)));
-  static VI make(int first, int step, bool interleave) {
-    VI m;
-    for (int i = 0; i < L; ++i) m[i] = interleave ? (i / 2 + first) + (i % 2) * L : first + step * i;
-    return m;
+  typedef T V __attribute__((vector_size(B)));
+  using Idx = std::make_index_sequence<size_t(L)>;
+  template <size_t... J>
+  static V even(V a, V b, std::index_sequence<J...>) { return __builtin_shufflevector(a, b, int(2 * J)...); }
+  template <size_t... J>
+  static V odd(V a, V b, std::index_sequence<J...>) { return __builtin_shufflevector(a, b, int(2 * J + 1)...); }
+  // a0 b0 a1 b1 ... from the first halves; then the same from the second halves.
+  template <size_t... J>
+  static V low(V a, V b, std::index_sequence<J...>) {
+    return __builtin_shufflevector(a, b, int(J % 2 ? L + J / 2 : J / 2)...);
   }
-  static VI even() { return make(0, 2, false); }
-  static VI odd() { return make(1, 2, false); }
-  static VI low() { return make(0, 0, true); }       // a0 b0 a1 b1 ...
-  static VI high() { return make(L / 2, 0, true); }  // a(L/2) b(L/2) ...
+  template <size_t... J>
+  static V high(V a, V b, std::index_sequence<J...>) {
+    return __builtin_shufflevector(a, b, int(J % 2 ? L + L / 2 + J / 2 : L / 2 + J / 2)...);
+  }
+  static V even(V a, V b) { return even(a, b, Idx{}); }
+  static V odd(V a, V b) { return odd(a, b, Idx{}); }
+  static V low(V a, V b) { return low(a, b, Idx{}); }
+  static V high(V a, V b) { return high(a, b, Idx{}); }
 };
 
 // The scalar step both directions fall back to for the last pooled columns.
@@ -61,13 +72,11 @@ void relu_pool_row(const T* r0, const T* r1, T* y, uint8_t* win, int64_t n) {
   constexpr int L = S::L;
   int64_t j = 0;
   if constexpr (L >= 2) {
-    const VI even = P::even(), odd = P::odd();
     for (; j + L <= n; j += L) {
       const V a0 = S::load(r0 + 2 * j), a1 = S::load(r0 + 2 * j + L);
       const V b0 = S::load(r1 + 2 * j), b1 = S::load(r1 + 2 * j + L);
-      const V cand[3] = {__builtin_shuffle(a0, a1, odd), __builtin_shuffle(b0, b1, even),
-                         __builtin_shuffle(b0, b1, odd)};
-      V m = __builtin_shuffle(a0, a1, even);
+      const V cand[3] = {P::odd(a0, a1), P::even(b0, b1), P::odd(b0, b1)};
+      V m = P::even(a0, a1);
       VI k{};
 #pragma GCC unroll 3
       for (int c = 0; c < 3; ++c) {
@@ -75,7 +84,7 @@ void relu_pool_row(const T* r0, const T* r1, T* y, uint8_t* win, int64_t n) {
         m = takes ? cand[c] : m;
         k = takes ? VI{} + (c + 1) : k;
       }
-      S::store(y + j, (m > V{}) | (m != m) ? m : V{});
+      S::store(y + j, ((m > V{}) | (m != m)) ? m : V{});
       if (win)
         for (int i = 0; i < L; ++i) win[j + i] = uint8_t(k[i]);
     }
@@ -115,16 +124,15 @@ void relu_pool_grad_row(const T* gy, const T* y, const uint8_t* win, T* g0, T* g
   constexpr int L = S::L;
   int64_t j = 0;
   if constexpr (L >= 2) {
-    const VI low = P::low(), high = P::high();
     for (; j + L <= n; j += L) {
       VI k;
       for (int i = 0; i < L; ++i) k[i] = win[j + i];
       const V g = S::load(y + j) > V{} ? S::load(gy + j) : V{};
       const V v0 = k == 0 ? g : V{}, v1 = k == 1 ? g : V{}, v2 = k == 2 ? g : V{}, v3 = k == 3 ? g : V{};
-      S::store(g0 + 2 * j, __builtin_shuffle(v0, v1, low));
-      S::store(g0 + 2 * j + L, __builtin_shuffle(v0, v1, high));
-      S::store(g1 + 2 * j, __builtin_shuffle(v2, v3, low));
-      S::store(g1 + 2 * j + L, __builtin_shuffle(v2, v3, high));
+      S::store(g0 + 2 * j, P::low(v0, v1));
+      S::store(g0 + 2 * j + L, P::high(v0, v1));
+      S::store(g1 + 2 * j, P::low(v2, v3));
+      S::store(g1 + 2 * j + L, P::high(v2, v3));
     }
   }
   if constexpr (B / 2 >= 2 * int(sizeof(T))) {
