@@ -280,7 +280,7 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
     case OpId::Conv2dReluPool: {  // the Conv2d rule after the pooled gradient is spread back
       Tensor x = saved("x"), w = saved("weight");
       const auto& c = n.attrs_as<Conv2dAttrs>();
-      const Tensor gc = conv2d_relu_pool2x2_backward(g, saved("y"), saved("window"), x.shape(), w.shape(), c.stride,
+      const Tensor gc = conv2d_relu_pool2x2_backward(g, saved("window"), w.dtype(), x.shape(), w.shape(), c.stride,
                                                      c.padding, c.dilation, c.groups);
       Tensor gx, gw, gb;
       if (n.next[0].valid()) gx = conv2d_backward_input(gc, w, x.shape(), c.stride, c.padding, c.dilation, c.groups);

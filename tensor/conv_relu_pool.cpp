@@ -1,8 +1,10 @@
 // conv2d_relu_pool2x2: max_pool2d(relu(conv2d(x, ...)), 2) as one op, the seed
 // network's convolution blocks. On the CPU in float32 and float64 outside autocast
-// it runs kernels/cpu/conv2d's fused pass and records one node (saved: x, weight,
-// the pooled y and each value's window position; attributes: Conv2dAttrs), whose
-// backward makes the convolution's output gradient in one pass. Anywhere else
+// it runs kernels/cpu/conv2d's fused pass and records one node (saved: x, weight and
+// a byte per pooled value: its window position and whether it is > 0; attributes:
+// Conv2dAttrs), whose backward makes the convolution's output gradient in one pass.
+// The output itself is not saved, so it may be modified in place before backward,
+// as the three ops' output may. Anywhere else
 // (CUDA, meta, half types, autocast, outputs smaller than one window) it runs the
 // three ops, so the values and gradients are the same either way.
 #include "kernels/cpu/conv2d.h"
@@ -41,20 +43,19 @@ Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& 
     auto node = record(OpId::Conv2dReluPool, {&x, &weight, &bias}, {&y});
     node->save("x", x);
     node->save("weight", weight);
-    node->save("y", y);
     node->save("window", window);
     node->attrs = Conv2dAttrs{stride, padding, dilation, groups, bias.defined()};
   }
   return y;
 }
 
-Tensor conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& y, const Tensor& window, const Shape& x_shape,
+Tensor conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& window, DType dtype, const Shape& x_shape,
                                     const Shape& w_shape, Pair stride, Pair padding, Pair dilation, int64_t groups) {
   const auto s = conv2d_shape(x_shape, w_shape, stride, padding, dilation, groups);
-  Tensor g = grad_y.to(y.dtype()).contiguous();
-  Tensor grad_conv = empty({s.n, s.c_out, s.h_out, s.w_out}, {y.dtype(), kCPU});
-  cpu::conv2d_relu_pool_backward(y.dtype(), s, g.data_ptr(), y.contiguous().data_ptr(),
-                                 window.contiguous().data_ptr<uint8_t>(), grad_conv.data_ptr());
+  Tensor g = grad_y.to(dtype).contiguous();
+  Tensor grad_conv = empty({s.n, s.c_out, s.h_out, s.w_out}, {dtype, kCPU});
+  cpu::conv2d_relu_pool_backward(dtype, s, g.data_ptr(), window.contiguous().data_ptr<uint8_t>(),
+                                 grad_conv.data_ptr());
   return grad_conv;
 }
 

@@ -30,11 +30,10 @@ Device resolve(Device d) {
                              " is too large to allocate (its size in bytes overflows 64 bits)"));
 }
 
-
-}  // namespace
-
-Tensor empty_strided(const Shape& shape, const Shape& strides, TensorOptions options) {
-  check_shape("empty_strided", shape);
+// empty_strided's body, taking the shape and strides by value so that empty() can
+// move its freshly computed strides in: one heap allocation fewer per tensor, which
+// a batch-1 forward makes a few dozen of.
+Tensor make_empty(Shape shape, Shape strides, TensorOptions options) {
   const Device dev = resolve(options.device);
   // Bytes needed, with every product checked: a hostile shape must raise, not wrap.
   int64_t extent = checked_numel(shape) == 0 ? 0 : 1, nbytes = 0;
@@ -47,16 +46,23 @@ Tensor empty_strided(const Shape& shape, const Shape& strides, TensorOptions opt
     throw_too_large(shape, options.dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), dev);
-  impl->sizes = shape;
-  impl->strides = strides;
+  impl->sizes = std::move(shape);
+  impl->strides = std::move(strides);
   impl->dtype = options.dtype;
   impl->device = dev;
   return Tensor(std::move(impl));
 }
 
+}  // namespace
+
+Tensor empty_strided(const Shape& shape, const Shape& strides, TensorOptions options) {
+  check_shape("empty_strided", shape);
+  return make_empty(shape, strides, options);
+}
+
 Tensor empty(const Shape& shape, TensorOptions options) {
   check_shape("empty", shape);
-  return empty_strided(shape, contiguous_strides(shape), options);
+  return make_empty(shape, contiguous_strides(shape), options);
 }
 
 Tensor full(const Shape& shape, Scalar value, TensorOptions options) {

@@ -33,15 +33,15 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
 
 // max_pool2d(relu(conv2d(x, weight, bias, ...)), {2, 2}) as one op. On the CPU in
 // float32 and float64 outside autocast the convolution's output is pooled image by
-// image as it is computed and never stored, and the node keeps the pooled output
-// and one byte per value (its position in the window) instead of the activations
-// and 8-byte indices; anywhere else it runs the three ops. The values and gradients
+// image as it is computed and never stored, and the node keeps one byte per pooled
+// value (its position in the window and whether it is > 0) instead of the
+// activations and 8-byte indices; anywhere else it runs the three ops. The values and gradients
 // are the same either way; grad_fn is Conv2dReluPoolBackward0 on the fused path.
 Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride = {1, 1},
                            Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
-// The gradient of the convolution's output from the pooled gradient, the pooled
-// y and the window positions the forward saved.
-Tensor conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& y, const Tensor& window, const Shape& x_shape,
+// The gradient (of `dtype`) of the convolution's output from the pooled gradient and
+// the window bytes the forward saved.
+Tensor conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& window, DType dtype, const Shape& x_shape,
                                     const Shape& w_shape, Pair stride, Pair padding, Pair dilation, int64_t groups);
 
 // ReLU's gradient from its saved output y: grad_y where y > 0, else 0 (PyTorch's

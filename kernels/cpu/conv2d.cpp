@@ -155,7 +155,7 @@ void relu_pool_forward_impl(const Conv2dShape& s, const T* x, const T* w, const 
 }
 
 template <class T>
-void relu_pool_backward_impl(const Conv2dShape& s, const T* gy, const T* y, const uint8_t* window, T* gconv) {
+void relu_pool_backward_impl(const Conv2dShape& s, const T* gy, const uint8_t* window, T* gconv) {
   const int64_t planes = s.n * s.c_out;
   if (planes <= 0 || s.h_out <= 0 || s.w_out <= 0) return;
   const DirectKernels& dk = direct_tables().pick();
@@ -169,7 +169,7 @@ void relu_pool_backward_impl(const Conv2dShape& s, const T* gy, const T* y, cons
   const int64_t slices = team ? get_num_threads() : 1;
   parallel_rows(slices, team, [&](int64_t j) {
     const int64_t p0 = planes * j / slices, p1 = planes * (j + 1) / slices;
-    rp.backward_planes(gy + p0 * pooled, y + p0 * pooled, window + p0 * pooled, p1 - p0, s.h_out, s.w_out,
+    rp.backward_planes(gy + p0 * pooled, window + p0 * pooled, p1 - p0, s.h_out, s.w_out,
                        gconv + p0 * s.h_out * s.w_out);
   });
 }
@@ -287,10 +287,10 @@ void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, con
   });
 }
 
-void conv2d_relu_pool_backward(DType dt, const Conv2dShape& s, const void* grad_y, const void* y,
-                               const uint8_t* window, void* grad_conv) {
+void conv2d_relu_pool_backward(DType dt, const Conv2dShape& s, const void* grad_y, const uint8_t* window,
+                               void* grad_conv) {
   conv2d_detail::float_types(dt, "conv2d_relu_pool_backward", [&]<class T>() {
-    conv2d_detail::relu_pool_backward_impl<T>(s, static_cast<const T*>(grad_y), static_cast<const T*>(y), window,
+    conv2d_detail::relu_pool_backward_impl<T>(s, static_cast<const T*>(grad_y), window,
                                               static_cast<T*>(grad_conv));
   });
 }

@@ -41,18 +41,19 @@ void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, 
 // The seed network's max_pool2d(relu(conv2d(x)), 2) as one pass: y = 2x2 max
 // pooling (stride 2; an odd last row or column dropped) of relu(conv(x, weight) +
 // bias), the convolution's output pooled image by image and never stored. y is
-// [n, c_out, h_out/2, w_out/2]; window (nullable, same shape) receives the position
-// each value came from in its window (dy*2 + dx), for the backward below. Same
-// values as the three ops in sequence (relu_pool_impl.h says why). float32 and
-// float64.
+// [n, c_out, h_out/2, w_out/2]; window (nullable, same shape) receives for the
+// backward below, per value, the position it came from in its window (bits 0-1,
+// dy*2 + dx) and whether it is > 0 (bit 2). Same values as the three ops in
+// sequence (relu_pool_impl.h says why). float32 and float64.
 void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                               const void* bias, void* y, uint8_t* window);
 
 // The gradient of the convolution's output [n, c_out, h_out, w_out] given the
-// pooled gradient grad_y, the pooled y and window of the forward: grad_y where
-// y > 0 at the chosen position, 0 everywhere else. grad_conv is overwritten.
-void conv2d_relu_pool_backward(DType dt, const Conv2dShape& s, const void* grad_y, const void* y,
-                               const uint8_t* window, void* grad_conv);
+// pooled gradient grad_y and the window bytes of the forward: grad_y (+ 0) at the
+// chosen position where the pooled value was > 0, 0 everywhere else. grad_conv is
+// overwritten.
+void conv2d_relu_pool_backward(DType dt, const Conv2dShape& s, const void* grad_y, const uint8_t* window,
+                               void* grad_conv);
 
 // bfloat16 on the bfloat16 GEMM (conv2d_bf16.cpp): bfloat16 operands, float32 sums,
 // each result rounded once. conv2d_forward and the two backward functions take

@@ -243,6 +243,7 @@ void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_strid
 // from a copy with zeroed slack. (Copying the last panel's K rows instead cost the seed
 // network's batch-1 conv2 more than its other panels together.)
 inline int64_t forward_reach(const Conv2dDims& d, const Direct& v, int64_t NR) {
+  if (v.off.empty()) return 0;  // no taps (no input channels): nothing is read
   return (d.G - 1) * d.cig * v.plane + v.off.back() + round_up(v.Pv, NR);
 }
 

@@ -95,13 +95,13 @@ const Kernels<T>& im2col_kernels();
 
 // The fused ReLU + 2x2 max-pool epilogue and its backward (relu_pool_impl.h), for
 // any convolution's output: planes [planes][h_out][w_out] read with the given
-// strides, pooled values and window positions contiguous [planes][h_out/2][w_out/2].
+// strides, pooled values and window bytes contiguous [planes][h_out/2][w_out/2].
 template <class T>
 struct ReluPool {
   void (*forward_planes)(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride, int64_t h_out,
                          int64_t w_out, T* y, uint8_t* window);
-  void (*backward_planes)(const T* gy, const T* y, const uint8_t* window, int64_t planes, int64_t h_out,
-                          int64_t w_out, T* grad_conv);
+  void (*backward_planes)(const T* gy, const uint8_t* window, int64_t planes, int64_t h_out, int64_t w_out,
+                          T* grad_conv);
 };
 
 // The stride-1 kernels compiled for one instruction set.

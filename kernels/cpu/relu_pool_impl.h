@@ -14,7 +14,10 @@
 // row-major order, a later one replacing the running maximum when it is larger or
 // NaN. Only when the maximum is <= 0 can the chosen position differ from the one
 // PyTorch records after the ReLU (a tie of zeros), and there the gradient is 0 either
-// way. window[o] (0..3, dy*2 + dx) records the choice for the backward pass.
+// way. window[o] records the choice for the backward pass: bits 0-1 the position
+// (dy*2 + dx), bit 2 whether the pooled value is > 0 (ReLU's gradient mask), so the
+// backward needs neither the activations nor the pooled output (which a caller may
+// then modify in place, as it may the three ops' output).
 #pragma once
 
 namespace ember::cpu::conv2d_detail {
@@ -49,6 +52,9 @@ struct PairLanes {
   static V high(V a, V b) { return high(a, b, Idx{}); }
 };
 
+// Bit 2 of a window byte: the pooled value is > 0, so its gradient passes.
+constexpr uint8_t kPasses = 4;
+
 // The scalar step both directions fall back to for the last pooled columns.
 template <class T>
 void relu_pool_one(const T* r0, const T* r1, T* y, uint8_t* win) {
@@ -58,7 +64,7 @@ void relu_pool_one(const T* r0, const T* r1, T* y, uint8_t* win) {
   for (uint8_t j = 1; j < 4; ++j)
     if (v[j] > m || v[j] != v[j]) m = v[j], k = j;
   *y = m > T(0) || m != m ? m : T(0);
-  if (win) *win = k;
+  if (win) *win = uint8_t(k | (m > T(0) ? kPasses : 0));
 }
 
 // n pooled values of one output row from conv rows r0 and r1 (2n columns each), in
@@ -84,9 +90,12 @@ void relu_pool_row(const T* r0, const T* r1, T* y, uint8_t* win, int64_t n) {
         m = takes ? cand[c] : m;
         k = takes ? VI{} + (c + 1) : k;
       }
-      S::store(y + j, ((m > V{}) | (m != m)) ? m : V{});
-      if (win)
+      const VI passes = m > V{};
+      S::store(y + j, (passes | (m != m)) ? m : V{});
+      if (win) {
+        k |= passes & (VI{} + kPasses);
         for (int i = 0; i < L; ++i) win[j + i] = uint8_t(k[i]);
+      }
     }
   }
   if constexpr (B / 2 >= 2 * int(sizeof(T))) {
@@ -113,10 +122,11 @@ void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_strid
 }
 
 // The gradient of one pooled row's 2n conv columns in rows g0 and g1: the pooled
-// gradient where y > 0 (ReLU's rule: not where y is 0 or NaN) at the position its
-// window chose, 0 at the other three.
+// gradient where the pooled value was > 0 (ReLU's rule: not where it is 0 or NaN) at
+// the position its window chose, 0 at the other three. The gradient gets + 0, as the
+// three ops' max-pool backward adds it to a zero, so a -0 arrives as +0 there too.
 template <class T, int B>
-void relu_pool_grad_row(const T* gy, const T* y, const uint8_t* win, T* g0, T* g1, int64_t n) {
+void relu_pool_grad_row(const T* gy, const uint8_t* win, T* g0, T* g1, int64_t n) {
   using S = Vec<T, B>;
   using V = typename S::V;
   using P = PairLanes<T, B>;
@@ -125,9 +135,10 @@ void relu_pool_grad_row(const T* gy, const T* y, const uint8_t* win, T* g0, T* g
   int64_t j = 0;
   if constexpr (L >= 2) {
     for (; j + L <= n; j += L) {
-      VI k;
-      for (int i = 0; i < L; ++i) k[i] = win[j + i];
-      const V g = S::load(y + j) > V{} ? S::load(gy + j) : V{};
+      VI w;
+      for (int i = 0; i < L; ++i) w[i] = win[j + i];
+      const V g = (w & kPasses) != 0 ? S::load(gy + j) + V{} : V{};
+      const VI k = w & 3;
       const V v0 = k == 0 ? g : V{}, v1 = k == 1 ? g : V{}, v2 = k == 2 ? g : V{}, v3 = k == 3 ? g : V{};
       S::store(g0 + 2 * j, P::low(v0, v1));
       S::store(g0 + 2 * j + L, P::high(v0, v1));
@@ -136,20 +147,20 @@ void relu_pool_grad_row(const T* gy, const T* y, const uint8_t* win, T* g0, T* g
     }
   }
   if constexpr (B / 2 >= 2 * int(sizeof(T))) {
-    relu_pool_grad_row<T, B / 2>(gy + j, y + j, win + j, g0 + 2 * j, g1 + 2 * j, n - j);
+    relu_pool_grad_row<T, B / 2>(gy + j, win + j, g0 + 2 * j, g1 + 2 * j, n - j);
   } else {
     for (; j < n; ++j) {
-      const T g = y[j] > T(0) ? gy[j] : T(0);
+      const T g = win[j] & kPasses ? gy[j] + T(0) : T(0);
       T* const at[4] = {g0 + 2 * j, g0 + 2 * j + 1, g1 + 2 * j, g1 + 2 * j + 1};
-      for (int q = 0; q < 4; ++q) *at[q] = win[j] == q ? g : T(0);
+      for (int q = 0; q < 4; ++q) *at[q] = (win[j] & 3) == q ? g : T(0);
     }
   }
 }
 
-// grad_conv [planes][h_out][w_out] from gy, y and window [planes][h_out/2][w_out/2];
+// grad_conv [planes][h_out][w_out] from gy and window [planes][h_out/2][w_out/2];
 // every element is written, the dropped last row and column as 0.
 template <class T>
-void relu_pool_backward_planes(const T* gy, const T* y, const uint8_t* window, int64_t planes, int64_t h_out,
+void relu_pool_backward_planes(const T* gy, const uint8_t* window, int64_t planes, int64_t h_out,
                                int64_t w_out, T* grad_conv) {
   const int64_t ph = h_out / 2, pw = w_out / 2;
   for (int64_t p = 0; p < planes; ++p) {
@@ -157,7 +168,7 @@ void relu_pool_backward_planes(const T* gy, const T* y, const uint8_t* window, i
     for (int64_t py = 0; py < ph; ++py) {
       const int64_t o = (p * ph + py) * pw;
       T* g0 = gp + 2 * py * w_out;
-      relu_pool_grad_row<T, kBytes>(gy + o, y + o, window + o, g0, g0 + w_out, pw);
+      relu_pool_grad_row<T, kBytes>(gy + o, window + o, g0, g0 + w_out, pw);
       if (w_out % 2) g0[w_out - 1] = g0[2 * w_out - 1] = T(0);
     }
     if (h_out % 2) zero_n(gp + (h_out - 1) * w_out, w_out);

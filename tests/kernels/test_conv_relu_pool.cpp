@@ -7,7 +7,9 @@
 // vector tails of every width, and NaN inputs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -80,8 +82,9 @@ void check(const Conv2dShape& s, bool with_nan, uint32_t seed) {
   ember::cpu::conv2d_relu_pool_forward(dt, s, xt.data(), wt.data(), bt.data(), y.data(), window.data());
 
   // Forward: each pooled value against relu(max) of its window in float64, and the
-  // window position: the chosen pre-ReLU value must be the window's maximum (within
-  // the rounding of T's sums, which may reorder near-ties) or its last NaN.
+  // window byte: its position (bits 0-1) must hold the window's pre-ReLU maximum
+  // (within the rounding of T's sums, which may reorder near-ties) or its last NaN,
+  // bit 2 must say whether the pooled value is > 0, and no other bit is set.
   const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12;
   int64_t bad_y = 0, bad_window = 0;
   for (int64_t p = 0; p < s.n * s.c_out; ++p)
@@ -98,8 +101,8 @@ void check(const Conv2dShape& s, bool with_nan, uint32_t seed) {
         }
         const double got = double(y[o]);
         if (std::isnan(m) ? !std::isnan(got) : !(std::abs(got - m) <= tol * std::max(1.0, std::abs(m)))) ++bad_y;
-        const int k = window[o];
-        if (k > 3) {
+        const int k = window[o] & 3;
+        if ((window[o] & ~7) || bool(window[o] & 4) != (y[o] > T(0))) {
           ++bad_window;
         } else if (last_nan >= 0) {
           bad_window += k != last_nan;
@@ -112,22 +115,29 @@ void check(const Conv2dShape& s, bool with_nan, uint32_t seed) {
   CHECK(bad_y == 0);
   CHECK(bad_window == 0);
 
+  // Without a window (inference) the pooled values are the same.
+  std::vector<T> y_only(pooled, T(-7));
+  ember::cpu::conv2d_relu_pool_forward(dt, s, xt.data(), wt.data(), bt.data(), y_only.data(), nullptr);
+  CHECK(std::memcmp(y_only.data(), y.data(), pooled * sizeof(T)) == 0);
+
   // Backward: the pooled gradient at the window's position where y > 0, zero
-  // everywhere else, every element written.
+  // everywhere else, every element written; a -0 gradient arrives as +0, as the
+  // three ops' max-pool backward (a zero plus the gradient) makes it.
   std::vector<T> gy(pooled);
   for (T& e : gy) e = T(u(gen));
+  gy[0] = T(-0.0);
   std::vector<T> gconv(full, T(-7));
-  ember::cpu::conv2d_relu_pool_backward(dt, s, gy.data(), y.data(), window.data(), gconv.data());
+  ember::cpu::conv2d_relu_pool_backward(dt, s, gy.data(), window.data(), gconv.data());
   std::vector<T> want(full, T(0));
   for (int64_t p = 0; p < s.n * s.c_out; ++p)
     for (int64_t py = 0; py < ph; ++py)
       for (int64_t px = 0; px < pw; ++px) {
         const size_t o = size_t((p * ph + py) * pw + px);
         const int k = window[o] & 3;
-        if (y[o] > T(0)) want[size_t((p * s.h_out + 2 * py + k / 2) * s.w_out + 2 * px + k % 2)] = gy[o];
+        if (y[o] > T(0)) want[size_t((p * s.h_out + 2 * py + k / 2) * s.w_out + 2 * px + k % 2)] = gy[o] + T(0);
       }
   int64_t bad_grad = 0;
-  for (size_t i = 0; i < full; ++i) bad_grad += !(gconv[i] == want[i]);
+  for (size_t i = 0; i < full; ++i) bad_grad += std::memcmp(&gconv[i], &want[i], sizeof(T)) != 0;
   CHECK(bad_grad == 0);
 }
 
@@ -165,6 +175,15 @@ TEST_CASE("conv2d_relu_pool kernels match conv, ReLU and max pooling at every le
         }
     }
   }
+}
+
+TEST_CASE("conv2d_relu_pool with no input channels gives relu of the bias", "[kernels][conv2d]") {
+  const Conv2dShape s = shape(2, 0, 6, 6, 3, 3);
+  const float bias[3] = {0.5f, -1.0f, 2.0f};
+  std::vector<float> y(2 * 3 * 2 * 2, -7.0f);
+  std::vector<uint8_t> window(y.size());
+  ember::cpu::conv2d_relu_pool_forward(DType::Float32, s, nullptr, nullptr, bias, y.data(), window.data());
+  for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == std::max(0.0f, bias[i / 4 % 3]));
 }
 
 TEST_CASE("conv2d_relu_pool kernels refuse other dtypes", "[kernels][conv2d]") {

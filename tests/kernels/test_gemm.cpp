@@ -186,6 +186,16 @@ TEMPLATE_TEST_CASE("gemm with one row and an aligned in-cache weight matches a f
         }
         INFO("k " << k << " n " << n);
         CHECK(worst <= (sizeof(T) == 4 ? 2e-5 : 1e-13));
+        // The same columns as the first n of a weight too large for the in-cache
+        // path (the one-column stream): the same bits.
+        const int64_t n_big = (256 << 10) / (k * int64_t(sizeof(T))) + n + 1;
+        std::vector<T> big_store(size_t(n_big * ld + 64 / sizeof(T)));
+        T* big = big_store.data();
+        while (reinterpret_cast<uintptr_t>(big) % 64) ++big;
+        std::copy(base, base + n * ld, big);
+        std::vector<T> c_big(size_t(n_big), T(0.25));
+        ember::cpu::gemm(1, n_big, k, T(1), a, k, 1, big, 1, ld, T(2), c_big.data(), n_big, 1);
+        CHECK(std::equal(c.begin(), c.end(), c_big.begin()));
       }
   });
 }

@@ -78,6 +78,45 @@ TEST_CASE("conv2d_relu_pool2x2 gives the bits of max_pool2d(relu(conv2d))", "[nn
   }
 }
 
+TEST_CASE("conv2d_relu_pool2x2 without grad gives the bits of the three ops", "[nn][conv2d]") {
+  NoGradGuard no_grad;
+  Generator gen(12);
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor x = randn({1, 1, 28, 28}, {dt}, &gen), w = randn({6, 1, 5, 5}, {dt}, &gen), b = randn({6}, {dt}, &gen);
+    CHECK(same_bits(conv2d_relu_pool2x2(x, w, b), max_pool2d(conv2d(x, w, b).relu(), {2, 2}, {2, 2})));
+    Tensor x2 = randn({3, 6, 11, 12}, {dt}, &gen), w2 = randn({12, 6, 5, 5}, {dt}, &gen);
+    CHECK(same_bits(conv2d_relu_pool2x2(x2, w2, Tensor()), max_pool2d(conv2d(x2, w2, Tensor()).relu(), {2, 2}, {2, 2})));
+  }
+}
+
+TEST_CASE("conv2d_relu_pool2x2's output may be modified in place before backward", "[nn][conv2d]") {
+  Generator gen(13);
+  Tensor x = randn({2, 2, 8, 8}, {}, &gen), w = randn({3, 2, 3, 3}, {}, &gen), b = randn({3}, {}, &gen);
+  Tensor gy = randn({2 * 3 * 3 * 3}, {kFloat64}, &gen);
+  auto fused = [](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
+    Tensor y = conv2d_relu_pool2x2(x_, w_, b_);
+    y.mul_(2.0);  // as a user may; nothing saved for backward is this tensor
+    return y;
+  };
+  auto three = [](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
+    Tensor y = max_pool2d(conv2d(x_, w_, b_).relu(), {2, 2}, {2, 2});
+    y.mul_(2.0);
+    return y;
+  };
+  const Run a = run(fused, x, w, b, gy), e = run(three, x, w, b, gy);
+  CHECK(same_bits(a.y, e.y));
+  CHECK(same_bits(a.gx, e.gx));
+  CHECK(same_bits(a.gw, e.gw));
+  CHECK(same_bits(a.gb, e.gb));
+}
+
+TEST_CASE("conv2d and conv2d_relu_pool2x2 with no input channels give the bias", "[nn][conv2d]") {
+  Tensor x = zeros({2, 0, 6, 6}), w = zeros({3, 0, 3, 3}), b = tensor(std::vector<float>{0.5f, -1.0f, 2.0f});
+  Tensor y = conv2d(x, w, b);
+  CHECK(same_bits(y, b.view({1, 3, 1, 1}).expand({2, 3, 4, 4}).contiguous()));
+  CHECK(same_bits(conv2d_relu_pool2x2(x, w, b), b.relu().view({1, 3, 1, 1}).expand({2, 3, 2, 2}).contiguous()));
+}
+
 TEST_CASE("conv2d_relu_pool2x2 records one node on the CPU and none without grad", "[nn][conv2d]") {
   Tensor x = randn({1, 2, 8, 8}).requires_grad_(), w = randn({3, 2, 3, 3});
   Tensor y = conv2d_relu_pool2x2(x, w, Tensor());
