@@ -55,6 +55,17 @@ int64_t count_of(const Shape& in_shape, const Shape& dims) {
 
 Tensor as(const Tensor& mask, DType dt) { return mask.to(dt); }
 
+// The gradients of a convolution's input, weight and bias from the gradient of its
+// output, each only when an edge wants it (the Conv2d and Conv2dReluPool rules).
+std::vector<Tensor> conv2d_grads(const Node& n, const Tensor& g_out, const Tensor& x, const Tensor& w) {
+  const auto& c = n.attrs_as<Conv2dAttrs>();
+  Tensor gx, gw, gb;
+  if (n.next[0].valid()) gx = conv2d_backward_input(g_out, w, x.shape(), c.stride, c.padding, c.dilation, c.groups);
+  if (n.next[1].valid() || (c.has_bias && n.next[2].valid()))
+    std::tie(gw, gb) = conv2d_backward_weight(g_out, x, w.shape(), c.stride, c.padding, c.dilation, c.groups, c.has_bias);
+  return {gx, gw, gb};
+}
+
 }  // namespace
 
 std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
@@ -267,27 +278,13 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
     }
 
     // ---- layers (tensor/nn_ops.h) ----
-    case OpId::Conv2d: {
-      Tensor x = saved("x"), w = saved("weight");
-      const auto& c = n.attrs_as<Conv2dAttrs>();
-      Tensor gx, gw, gb;
-      if (n.next[0].valid()) gx = conv2d_backward_input(g, w, x.shape(), c.stride, c.padding, c.dilation, c.groups);
-      if (n.next[1].valid() || (c.has_bias && n.next[2].valid()))
-        std::tie(gw, gb) =
-            conv2d_backward_weight(g, x, w.shape(), c.stride, c.padding, c.dilation, c.groups, c.has_bias);
-      return {gx, gw, gb};
-    }
+    case OpId::Conv2d: return conv2d_grads(n, g, saved("x"), saved("weight"));
     case OpId::Conv2dReluPool: {  // the Conv2d rule after the pooled gradient is spread back
       Tensor x = saved("x"), w = saved("weight");
       const auto& c = n.attrs_as<Conv2dAttrs>();
-      const Tensor gc = conv2d_relu_pool2x2_backward(g, saved("window"), w.dtype(), x.shape(), w.shape(), c.stride,
-                                                     c.padding, c.dilation, c.groups);
-      Tensor gx, gw, gb;
-      if (n.next[0].valid()) gx = conv2d_backward_input(gc, w, x.shape(), c.stride, c.padding, c.dilation, c.groups);
-      if (n.next[1].valid() || (c.has_bias && n.next[2].valid()))
-        std::tie(gw, gb) =
-            conv2d_backward_weight(gc, x, w.shape(), c.stride, c.padding, c.dilation, c.groups, c.has_bias);
-      return {gx, gw, gb};
+      const Tensor g_conv = conv2d_relu_pool2x2_backward(g, saved("window"), w.dtype(), x.shape(), w.shape(),
+                                                         c.stride, c.padding, c.dilation, c.groups);
+      return conv2d_grads(n, g_conv, x, w);
     }
     case OpId::MaxPool2d: {
       const auto& p = n.attrs_as<MaxPool2dAttrs>();
