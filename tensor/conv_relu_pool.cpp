@@ -4,9 +4,9 @@
 // a byte per pooled value: its window position and whether it is > 0; attributes:
 // Conv2dAttrs), whose backward makes the convolution's output gradient in one pass.
 // The output itself is not saved, so it may be modified in place before backward,
-// as the three ops' output may. Anywhere else
-// (CUDA, meta, half types, autocast, outputs smaller than one window) it runs the
-// three ops, so the values and gradients are the same either way.
+// as the three ops' output may. Anywhere else (CUDA, meta, half types, autocast,
+// outputs smaller than one window) it runs the three ops, so the values and
+// gradients are the same either way.
 #include "kernels/cpu/conv2d.h"
 #include "tensor/autocast.h"
 #include "tensor/checks.h"
