@@ -14,6 +14,7 @@
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/exp_avx512.h"
+#include "kernels/cpu/erf_avx512.h"
 #include "kernels/cpu/vmath_impl.h"
 namespace ember::cpu::vmath_detail {
 namespace {
@@ -56,14 +57,17 @@ void map16(const float* x, float* y, int64_t n) {
   }
 }
 
-// The portable table with exp, sigmoid and tanh replaced by their exp16 forms.
-constexpr VmathKernels with_exp16(VmathKernels t) {
+// The portable table with every function replaced by its 16-lane form: exp, sigmoid
+// and tanh on exp16, erf and gelu on their coefficient tables (erf_avx512.h).
+constexpr VmathKernels with_avx512(VmathKernels t) {
   t.exp = map16<exp16>;
   t.sigmoid = map16<sigmoid16>;
   t.tanh = map16<tanh16>;
+  t.erf = map16<erf16>;
+  t.gelu = map16<gelu16>;
   return t;
 }
-constexpr VmathKernels kSet = with_exp16(table<true>("avx512"));
+constexpr VmathKernels kSet = with_avx512(table<true>("avx512"));
 }  // namespace
 }  // namespace ember::cpu::vmath_detail
 EMBER_ISA_END
