@@ -3,8 +3,9 @@
 // inner == 1 (the last dim, the common case) walks each row three times in cache
 // (rows shorter than kShortRow a block of rows at a time); otherwise stripes of
 // adjacent columns are processed together so memory is read in order. float32 runs
-// the per-ISA loops of softmax_row.h, half types widen rows into float32 for them,
-// float64 runs the plain loops here.
+// the per-ISA loops of softmax_row.h; half types run its half-row loops where the
+// instruction set has them and otherwise widen rows into float32 for the float32
+// loops; float64 runs the plain loops here.
 #include "kernels/cpu/softmax.h"
 
 #include <algorithm>
@@ -57,6 +58,25 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
   const bool team = rows * dim >= kParallelGrain;
   if constexpr (std::is_same_v<T, float> || is_half_v<T>) {
     const auto& k = f32_kernels();
+    if constexpr (is_half_v<T>) {
+      // Half rows read and written as such (softmax_row.h's HalfRowFn), one run of
+      // rows per thread, where this instruction set has them.
+      const softmax_detail::HalfRowFn half_row = std::is_same_v<T, Half> ? k.row_f16 : k.row_bf16;
+      if (half_row && dim >= kShortRow) {
+        const int64_t threads = team ? get_num_threads() : 1;
+        const int64_t per_job = std::max<int64_t>(1, (rows + threads - 1) / threads);
+        parallel_rows((rows + per_job - 1) / per_job, team, [&](int64_t j) {
+          const int64_t r0 = j * per_job, nr = std::min(per_job, rows - r0);
+          thread_local Scratch stage;
+          softmax_detail::HalfRowOptions opt;
+          opt.stage = static_cast<float*>(stage.get(sizeof(float) * static_cast<size_t>(dim + 16)));
+          opt.stream = rows * dim * int64_t(sizeof(T)) >= kStreamBytes;
+          half_row(reinterpret_cast<const uint16_t*>(in + r0 * dim), reinterpret_cast<uint16_t*>(out + r0 * dim), nr,
+                   dim, log, opt);
+        });
+        return;
+      }
+    }
     // Short rows: jobs of kRowsPerJob. Long float32 rows: one run of rows per thread,
     // so that row_f32's pipeline (each row's exp overlapping the next row's loads
     // and the last row's stores) runs unbroken. Long half rows: one row per job,

@@ -40,11 +40,25 @@ using ColsFn = void (*)(const float* x, float* y, int64_t dim, int64_t inner, in
 // The widest column stripe cols_f32 takes (its per-column max and sum are on the stack).
 inline constexpr int64_t kColsMax = 256;
 
+// What a half-row loop may use: `stage` holds n + 16 floats (required); `stream` as
+// in RowOptions.
+struct HalfRowOptions {
+  float* stage = nullptr;
+  bool stream = false;
+};
+
+// Rows of a 16-bit float type (float16 or bfloat16 bits) read and written as such,
+// computed in float32. nullptr in a table without them (the caller then widens
+// rows into float32 for row_f32).
+using HalfRowFn = void (*)(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, bool log,
+                           const HalfRowOptions& opt);
+
 struct SoftmaxRowKernels {
   const char* name;
   RowFn row_f32;
   RowsFn rows_f32;
   ColsFn cols_f32;
+  HalfRowFn row_f16 = nullptr, row_bf16 = nullptr;
 };
 
 // nullptr when this build cannot emit that instruction set.

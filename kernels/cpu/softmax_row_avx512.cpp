@@ -57,13 +57,107 @@ inline __m512 all_lanes(__m512 v) {
   return op(v, _mm512_permute_ps(v, 0xb1));
 }
 
-// Rows of n <= 16 values (a batch of logits), one masked vector per row: its max
-// and sum stay in registers, where the portable block loop (softmax_rows_f32) runs
-// them as scalar chains. Each row is a chain of about 40 dependent instructions, so
-// kRows rows go side by side (8 measured faster than 4 and than 1). Longer short
-// rows go to the block loop.
+// Reduces each of 16 vectors to one lane: lane pos[r] of the result is the max (or
+// sum) of v[r]'s 16 lanes. A tree of 15 steps, each combining two vectors' halves,
+// quarters, pairs and neighbours (two shuffles and one op), instead of a 4-step
+// reduction within each vector (8 instructions a vector, 16 for a block's max and
+// sum, twice the tree's). The lanes come out in a fixed order, found once by
+// running the tree on v[r] = r (tree_positions).
+template <bool kMax>
+inline __m512 tree16(const __m512 (&v)[16]) {
+  const auto op = [](__m512 a, __m512 b) { return kMax ? _mm512_max_ps(a, b) : _mm512_add_ps(a, b); };
+  __m512 w[8], x[4], y[2];
+  for (int i = 0; i < 8; ++i)
+    w[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44), _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+  for (int i = 0; i < 4; ++i)
+    x[i] = op(_mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], 0x88), _mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], 0xdd));
+  for (int i = 0; i < 2; ++i)
+    y[i] = op(_mm512_shuffle_ps(x[2 * i], x[2 * i + 1], 0x44), _mm512_shuffle_ps(x[2 * i], x[2 * i + 1], 0xee));
+  return op(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xdd));
+}
+
+// pos[r]: the lane of tree16's result that holds vector r's reduction.
+struct TreePositions {
+  int32_t pos[16];
+  TreePositions() {
+    __m512 v[16];
+    for (int r = 0; r < 16; ++r) v[r] = _mm512_set1_ps(static_cast<float>(r));
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, tree16<true>(v));
+    for (int j = 0; j < 16; ++j) pos[static_cast<int>(lanes[j])] = j;
+  }
+};
+
+// Sixteen rows of n <= 16 values at a time, for every whole block of 16 rows; returns
+// how many rows it did. The block's 16n values are n full vectors, so exp runs on
+// whole vectors (one masked vector per row wastes 16 - n lanes, 6 of 16 for a batch
+// of 10 logits). Each row's max and sum come from tree16 over the block's 16 row
+// vectors; vpermps spreads them back over the lanes each row's values occupy
+// (lane i of vector v holds row (16v + i) / n's value).
+int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, bool log) {
+  static const TreePositions tree;
+  const __mmask16 k = static_cast<__mmask16>((1u << n) - 1);
+  // owner[v]: for each lane of vector v, the lane of a tree16 result holding its row.
+  // span[r]: for row r, its n values' places in the two vectors it spans (0..31).
+  alignas(64) int32_t owner[16][16], span[16][16];
+  for (int v = 0; v < n; ++v)
+    for (int i = 0; i < 16; ++i) owner[v][i] = tree.pos[(16 * v + i) / n];
+  for (int r = 0; r < 16; ++r)
+    for (int i = 0; i < 16; ++i) span[r][i] = (r * n + i) % 16 + (i < n && (r * n) % 16 + i >= 16 ? 16 : 0);
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  alignas(64) float e[17 * 16];  // one vector more: a row ending on a vector's end reads past it
+  const int64_t blocks = rows / 16;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* xb = x + b * 16 * n;
+    float* yb = y + b * 16 * n;
+    __m512 rv[16];
+    for (int r = 0; r < 16; ++r) rv[r] = _mm512_mask_loadu_ps(neg_inf, k, xb + r * n);
+    __m512 m = tree16<true>(rv);
+    m = _mm512_mask_mov_ps(m, _mm512_cmpeq_ps_mask(m, neg_inf), _mm512_setzero_ps());  // all -inf: 0
+    // exp over the block's n whole vectors, kept in e (log_softmax reads x after it,
+    // and y may be x); each row's values then picked out of the two vectors it spans.
+    for (int v = 0; v < n; ++v) {
+      const __m512 mv = _mm512_permutexvar_ps(_mm512_load_si512(owner[v]), m);
+      _mm512_store_ps(e + 16 * v, exp16_nonpos<false>(_mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), mv)));
+    }
+    for (int r = 0; r < 16; ++r) {
+      const int a = r * n / 16;
+      rv[r] = _mm512_maskz_permutex2var_ps(k, _mm512_load_ps(e + 16 * a), _mm512_load_si512(span[r]),
+                                           _mm512_load_ps(e + 16 * a + 16));
+    }
+    const __m512 s = tree16<false>(rv);
+    if (log) {
+      // The library log per row, as the other loops use; y = x - (max + log sum).
+      alignas(64) float ls[16];
+      _mm512_store_ps(ls, s);
+      for (float& v : ls) v = std::log(v);
+      const __m512 shift = _mm512_add_ps(m, _mm512_load_ps(ls));
+      for (int v = 0; v < n; ++v) {
+        const __m512 sv = _mm512_permutexvar_ps(_mm512_load_si512(owner[v]), shift);
+        _mm512_storeu_ps(yb + 16 * v, _mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), sv));
+      }
+    } else {
+      const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), s);
+      for (int v = 0; v < n; ++v) {
+        const __m512 iv = _mm512_permutexvar_ps(_mm512_load_si512(owner[v]), inv);
+        _mm512_storeu_ps(yb + 16 * v, _mm512_mul_ps(_mm512_load_ps(e + 16 * v), iv));
+      }
+    }
+  }
+  return blocks * 16;
+}
+
+// Rows of n <= 16 values (a batch of logits): blocks of 16 rows above, the rest one
+// masked vector per row, its max and sum in registers, where the portable block loop
+// (softmax_rows_f32) runs them as scalar chains. Each such row is a chain of about
+// 40 dependent instructions, so kRows rows go side by side (8 measured faster than 4
+// and than 1). Longer short rows go to the block loop.
 void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, bool log) {
   if (n > 16) return softmax_rows_f32<ExpScalef>(x, y, rows, n, log);
+  const int64_t done = softmax_rows16_avx512(x, y, rows, static_cast<int>(n), log);
+  x += done * n;
+  y += done * n;
+  rows -= done;
   constexpr int kRows = 8;
   const __mmask16 k = static_cast<__mmask16>((1u << n) - 1);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -91,8 +185,94 @@ void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, bool
   }
 }
 
+// 16 values of a 16-bit float type to and from float32, as half_vec.h converts them
+// (round to nearest even, NaN kept quiet). `k` masks the lanes of a row's tail.
+struct F16Codec {
+  static __m512 widen(const uint16_t* p, __mmask16 k) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)); }
+  static __m256i narrow(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
+};
+struct BF16Codec {
+  static __m512 widen(const uint16_t* p, __mmask16 k) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p)), 16));
+  }
+  static __m256i narrow(__m512 v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
+  }
+};
+
+// Rows of float16 or bfloat16 (HalfRowFn in softmax_row.h) in three passes over
+// each row, converting as they read and write: the max, exp(x - max) into `stage`
+// with its sum, then the scaled values (or x - max - log sum) narrowed into y. The
+// other tables widen a row into a float buffer, run row_f32 on it and narrow it
+// again: two more passes, which held the float16 softmax to 0.40 of the copy floor.
+template <class Codec>
+void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, bool log, const HalfRowOptions& opt) {
+  float* stage = opt.stage;
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const int64_t whole = n / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - whole)) - 1);
+  constexpr __mmask16 all = 0xffff;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* xr = x + r * n;
+    uint16_t* yr = y + r * n;
+    __m512 mv[2] = {neg_inf, neg_inf};
+    int64_t i = 0;
+    for (; i + 32 <= whole; i += 32) {
+      mv[0] = _mm512_max_ps(mv[0], Codec::widen(xr + i, all));
+      mv[1] = _mm512_max_ps(mv[1], Codec::widen(xr + i + 16, all));
+    }
+    if (i < whole) mv[0] = _mm512_max_ps(mv[0], Codec::widen(xr + i, all));
+    if (tail) mv[1] = _mm512_max_ps(mv[1], _mm512_mask_mov_ps(neg_inf, tail, Codec::widen(xr + whole, tail)));
+    float m = _mm512_cvtss_f32(all_lanes<true>(_mm512_max_ps(mv[0], mv[1])));
+    if (m == -std::numeric_limits<float>::infinity()) m = 0;
+    const __m512 mb = _mm512_set1_ps(m);
+    // The next row's lines are prefetched while exp runs (its max pass then reads
+    // from cache): one 64-byte line per 32 values.
+    const char* next = reinterpret_cast<const char*>(r + 1 < rows ? xr + n : nullptr);
+    // Two accumulators, named rather than indexed (an indexed pair went through the
+    // stack: a store-to-load chain per vector).
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    const auto exp_at = [&](int64_t at, __mmask16 k) {
+      const __m512 e = _mm512_maskz_mov_ps(k, exp16_nonpos<true>(_mm512_sub_ps(Codec::widen(xr + at, k), mb)));
+      _mm512_storeu_ps(stage + at, e);
+      return e;
+    };
+    for (i = 0; i + 32 <= whole; i += 32) {
+      if (next) __builtin_prefetch(next + 2 * i);
+      s0 = _mm512_add_ps(s0, exp_at(i, all));
+      s1 = _mm512_add_ps(s1, exp_at(i + 16, all));
+    }
+    if (i < whole) s0 = _mm512_add_ps(s0, exp_at(i, all));
+    if (tail) s1 = _mm512_add_ps(s1, exp_at(whole, tail));
+    const float s = _mm512_cvtss_f32(all_lanes<false>(_mm512_add_ps(s0, s1)));
+    // Streaming stores (whole vectors of a 32-byte aligned row) for outputs larger
+    // than the caches, as row_f32 does.
+    const bool stream = opt.stream && reinterpret_cast<uintptr_t>(yr) % 32 == 0;
+    const auto put = [&](int64_t at, __mmask16 k, __m512 v) {
+      if (stream && k == all) _mm256_stream_si256(reinterpret_cast<__m256i*>(yr + at), Codec::narrow(v));
+      else _mm256_mask_storeu_epi16(yr + at, k, Codec::narrow(v));
+    };
+    if (log) {
+      const __m512 shift = _mm512_set1_ps(m + std::log(s));
+      for (i = 0; i < whole; i += 16) put(i, all, _mm512_sub_ps(Codec::widen(xr + i, all), shift));
+      if (tail) put(whole, tail, _mm512_sub_ps(Codec::widen(xr + whole, tail), shift));
+    } else {
+      const __m512 inv = _mm512_set1_ps(1.0f / s);
+      for (i = 0; i < whole; i += 16) put(i, all, _mm512_mul_ps(_mm512_loadu_ps(stage + i), inv));
+      if (tail) put(whole, tail, _mm512_mul_ps(_mm512_loadu_ps(stage + whole), inv));
+    }
+  }
+  if (opt.stream) _mm_sfence();  // the streamed stores are visible before the caller goes on
+}
+
 constexpr SoftmaxRowKernels kSet = {"avx512", softmax_row_f32<ExpScalef, 64>, softmax_rows_avx512,
-                                    softmax_cols_f32<ExpScalef>};
+                                    softmax_cols_f32<ExpScalef>, softmax_row_half<F16Codec>,
+                                    softmax_row_half<BF16Codec>};
 }  // namespace
 }  // namespace ember::cpu::softmax_detail
 EMBER_ISA_END
