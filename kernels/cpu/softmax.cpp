@@ -140,6 +140,10 @@ void softmax_lastdim(int64_t rows, int64_t dim, const T* in, T* out, bool log) {
   }
 }
 
+// The largest stripe (in floats of scratch) cols_once keeps: 4 MiB, a few times the
+// L2. Longer stripes run cols_f32, whose passes need no scratch.
+constexpr int64_t kColsOnceFloats = int64_t(1) << 20;
+
 template <class T>
 void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* out, bool log) {
   using A = sm_acc_t<T>;
@@ -149,10 +153,19 @@ void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* 
     // to stay in L2 ran at 0.25 of the copy floor, whole 256-wide rows (1 KiB runs;
     // the 1 MiB block stays in L3 between the passes) at 0.42.
     const int64_t w = std::min(inner, softmax_detail::kColsMax), stripes = (inner + w - 1) / w;
+    const bool stream = outer * dim * inner * int64_t(sizeof(float)) >= kStreamBytes;
     parallel_rows(outer * stripes, outer * dim * inner >= kParallelGrain, [&](int64_t job) {
       const int64_t o = job / stripes, c0 = (job % stripes) * w;
       const int64_t off = o * dim * inner + c0;
-      k.cols_f32(in + off, out + off, dim, inner, std::min(w, inner - c0), log);
+      const int64_t wj = std::min(w, inner - c0);
+      const int64_t floats = softmax_detail::cols_once_floats(dim, wj);
+      if (k.cols_once && floats <= kColsOnceFloats) {
+        thread_local Scratch scratch;
+        k.cols_once(in + off, out + off, dim, inner, wj, log, stream,
+                    static_cast<float*>(scratch.get(sizeof(float) * static_cast<size_t>(floats))));
+      } else {
+        k.cols_f32(in + off, out + off, dim, inner, wj, log);
+      }
     });
     return;
   }

@@ -53,12 +53,28 @@ struct HalfRowOptions {
 using HalfRowFn = void (*)(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, bool log,
                            const HalfRowOptions& opt);
 
+// cols_f32 reading x from memory once and writing y once (`stream`: with streaming
+// stores, where the rows of y are 64-byte aligned), its exp values kept in
+// `scratch` meanwhile: cols_once_floats(dim, w) floats, 64-byte aligned. nullptr in a
+// table without it.
+using ColsOnceFn = void (*)(const float* x, float* y, int64_t dim, int64_t inner, int64_t w, bool log, bool stream,
+                            float* scratch);
+
+// Rows per chunk of cols_once's first pass (32 KiB of x, to stay in L1) and the
+// scratch it needs.
+inline int64_t cols_once_chunk(int64_t w) { return 8192 / (16 * ((w + 15) / 16)); }
+inline int64_t cols_once_floats(int64_t dim, int64_t w) {
+  const int64_t row = 16 * ((w + 15) / 16), chunk = cols_once_chunk(w);
+  return dim * row + (dim + chunk - 1) / chunk * row;
+}
+
 struct SoftmaxRowKernels {
   const char* name;
   RowFn row_f32;
   RowsFn rows_f32;
   ColsFn cols_f32;
   HalfRowFn row_f16 = nullptr, row_bf16 = nullptr;
+  ColsOnceFn cols_once = nullptr;
 };
 
 // nullptr when this build cannot emit that instruction set.

@@ -270,9 +270,101 @@ void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, b
   if (opt.stream) _mm_sfence();  // the streamed stores are visible before the caller goes on
 }
 
-constexpr SoftmaxRowKernels kSet = {"avx512", softmax_row_f32<ExpScalef, 64>, softmax_rows_avx512,
-                                    softmax_cols_f32<ExpScalef>, softmax_row_half<F16Codec>,
-                                    softmax_row_half<BF16Codec>};
+// Softmax down the columns of a stripe (ColsOnceFn in softmax_row.h). The portable
+// cols_f32 makes three passes: the max (x from memory), exp into y with the sum (x
+// again, and y's lines read from memory before they are written), y scaled in place.
+// Here the first pass reads x once, a chunk of rows at a time: the chunk's max (from
+// memory), then its exp from L1 into the scratch stripe, shifted by the running max,
+// which the running sum follows (rescaled by e^(old - new) when the max grows). The
+// second pass scales each chunk's stored exp values by e^(its shift - final max) /
+// sum and writes y once, with streaming stores for large outputs; log_softmax
+// writes x - (max + log sum) instead and stores no exp values. One exp per value;
+// memory sees x read once and y written once. A column with a NaN gives NaN; an all
+// -inf column 0/0 = NaN, as elsewhere.
+void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int64_t w, bool log, bool stream,
+                       float* scratch) {
+  const int nv = static_cast<int>((w + 15) / 16);
+  const __mmask16 last = static_cast<__mmask16>(w % 16 ? (1u << (w % 16)) - 1 : 0xffff);
+  const auto mask = [&](int v) { return v + 1 == nv ? last : __mmask16(0xffff); };
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  // The shift a column's exp uses: its max, or 0 while the max is -inf.
+  const auto shift_of = [&](__m512 m) {
+    return _mm512_mask_mov_ps(m, _mm512_cmpeq_ps_mask(m, neg_inf), _mm512_setzero_ps());
+  };
+  const int64_t chunk = cols_once_chunk(w);
+  float* e = scratch;                              // dim rows of nv vectors
+  float* chunk_shift = scratch + dim * 16 * nv;    // one row of nv vectors per chunk
+  __m512 m[16], s[16];
+  for (int v = 0; v < nv; ++v) {
+    m[v] = neg_inf;
+    s[v] = _mm512_setzero_ps();
+  }
+  for (int64_t d0 = 0, c = 0; d0 < dim; d0 += chunk, ++c) {
+    const int64_t d1 = std::min(dim, d0 + chunk);
+    __m512 cm[16];
+    for (int v = 0; v < nv; ++v) cm[v] = m[v];
+    for (int64_t d = d0; d < d1; ++d)
+      for (int v = 0; v < nv; ++v)
+        cm[v] = _mm512_max_ps(cm[v], _mm512_mask_loadu_ps(neg_inf, mask(v), x + d * inner + 16 * v));
+    for (int v = 0; v < nv; ++v) {
+      // NaN in the new max makes the factor NaN, and the sum with it.
+      s[v] = _mm512_mul_ps(s[v], exp16(_mm512_sub_ps(shift_of(m[v]), shift_of(cm[v]))));
+      m[v] = cm[v];
+      cm[v] = shift_of(m[v]);
+      _mm512_store_ps(chunk_shift + (c * nv + v) * 16, cm[v]);
+    }
+    // While exp runs (compute-bound), the next chunk's lines are prefetched, one per
+    // vector, so its max pass reads from cache instead of waiting on memory.
+    for (int64_t d = d0; d < d1; ++d)
+      for (int v = 0; v < nv; ++v) {
+        if (d + chunk < dim) __builtin_prefetch(x + (d + chunk) * inner + 16 * v);
+        const __m512 xv = _mm512_maskz_loadu_ps(mask(v), x + d * inner + 16 * v);
+        const __m512 ev = _mm512_maskz_mov_ps(mask(v), exp16_nonpos<false>(_mm512_sub_ps(xv, cm[v])));
+        if (!log) _mm512_store_ps(e + (d * nv + v) * 16, ev);
+        s[v] = _mm512_add_ps(s[v], ev);
+      }
+  }
+  // s becomes 1/sum (softmax) or the final shift + log sum (log_softmax).
+  for (int v = 0; v < nv; ++v) {
+    if (log) {
+      alignas(64) float ls[16];
+      _mm512_store_ps(ls, s[v]);
+      for (float& l : ls) l = std::log(l);
+      s[v] = _mm512_add_ps(shift_of(m[v]), _mm512_load_ps(ls));
+    } else {
+      s[v] = _mm512_div_ps(_mm512_set1_ps(1.0f), s[v]);
+    }
+  }
+  const bool streamed = stream && reinterpret_cast<uintptr_t>(y) % 64 == 0 && inner % 16 == 0;
+  const auto put = [&](float* p, int v, __m512 out) {
+    if (streamed && mask(v) == 0xffff) _mm512_stream_ps(p, out);
+    else _mm512_mask_storeu_ps(p, mask(v), out);
+  };
+  for (int64_t d0 = 0, c = 0; d0 < dim; d0 += chunk, ++c) {
+    const int64_t d1 = std::min(dim, d0 + chunk);
+    __m512 f[16];
+    if (!log)
+      for (int v = 0; v < nv; ++v) {
+        const __m512 back = _mm512_sub_ps(_mm512_load_ps(chunk_shift + (c * nv + v) * 16), shift_of(m[v]));
+        f[v] = _mm512_mul_ps(exp16(back), s[v]);  // back <= 0, or NaN
+      }
+    for (int64_t d = d0; d < d1; ++d)
+      for (int v = 0; v < nv; ++v) {
+        float* p = y + d * inner + 16 * v;
+        if (log) put(p, v, _mm512_sub_ps(_mm512_maskz_loadu_ps(mask(v), x + d * inner + 16 * v), s[v]));
+        else put(p, v, _mm512_mul_ps(_mm512_load_ps(e + (d * nv + v) * 16), f[v]));
+      }
+  }
+  if (streamed) _mm_sfence();
+}
+
+constexpr SoftmaxRowKernels kSet = {"avx512",
+                                    softmax_row_f32<ExpScalef, 64>,
+                                    softmax_rows_avx512,
+                                    softmax_cols_f32<ExpScalef>,
+                                    softmax_row_half<F16Codec>,
+                                    softmax_row_half<BF16Codec>,
+                                    softmax_cols_once};
 }  // namespace
 }  // namespace ember::cpu::softmax_detail
 EMBER_ISA_END
