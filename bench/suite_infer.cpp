@@ -92,11 +92,10 @@ struct ScratchDir {
 // do not account for is the network's own overhead (module calls, the walk over
 // its children).
 void print_breakdown(nn::Network& net, const Tensor& x1, double whole_s) {
-  namespace F = nn::functional;
   const Tensor a1 = net.conv1->forward_relu_pool2x2(x1);
   const Tensor a2 = net.conv2->forward_relu_pool2x2(a1);
   const Tensor flat = a2.flatten(1);
-  const Tensor h1 = (*net.fc1)(flat), r1 = F::relu(h1), h2 = (*net.fc2)(r1), r2 = F::relu(h2);
+  const Tensor r1 = net.fc1->forward_relu(flat), r2 = net.fc2->forward_relu(r1);
   struct Step {
     const char* name;
     std::function<Tensor()> run;
@@ -105,10 +104,8 @@ void print_breakdown(nn::Network& net, const Tensor& x1, double whole_s) {
       {"conv1+relu+pool", [&] { return net.conv1->forward_relu_pool2x2(x1); }},
       {"conv2+relu+pool", [&] { return net.conv2->forward_relu_pool2x2(a1); }},
       {"flatten", [&] { return a2.flatten(1); }},
-      {"fc1", [&] { return (*net.fc1)(flat); }},
-      {"relu", [&] { return F::relu(h1); }},
-      {"fc2", [&] { return (*net.fc2)(r1); }},
-      {"relu", [&] { return F::relu(h2); }},
+      {"fc1+relu", [&] { return net.fc1->forward_relu(flat); }},
+      {"fc2+relu", [&] { return net.fc2->forward_relu(r1); }},
       {"out", [&] { return (*net.out)(r2); }},
   };
   std::string line;

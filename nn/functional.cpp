@@ -8,6 +8,9 @@
 namespace ember::nn::functional {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) { return ember::linear(x, weight, bias); }
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return ember::linear_relu(x, weight, bias);
+}
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
               int64_t groups) {

@@ -30,6 +30,8 @@ inline Tensor flatten(const Tensor& x, int64_t start_dim = 1, int64_t end_dim = 
 
 // y = x . weight^T + bias; weight [out, in].
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// relu(linear(x, weight, bias)) (tensor/ops.h's linear_relu).
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Pair stride = {1, 1},
               Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
 // max_pool2d(relu(conv2d(x, weight, bias, ...)), {2, 2}) as one op (tensor/nn_ops.h):

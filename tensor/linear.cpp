@@ -5,8 +5,11 @@
 // broadcast view of the bias, no copy machinery. A batch-1 forward of the seed
 // network made about 25 heap allocations per Linear layer through those views, a
 // tenth of its time. Everything else is addmm or matmul plus add, as before.
+// linear_relu applies relu to that output in place (the batch-1 seed network's
+// two hidden layers: a relu op cost as much as fc2's GEMM).
 #include <cstring>
 
+#include "kernels/base/functors.h"
 #include "kernels/cpu/gemm.h"
 #include "tensor/autocast.h"
 #include "tensor/checks.h"
@@ -58,6 +61,23 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
+}
+
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  // Only where linear itself takes its direct path (autocast would cast first).
+  if (weight.dim() == 2 && !autocast::applies(autocast::Policy::lower, {&x, &weight, &bias}) &&
+      direct(x, weight, bias)) {
+    Tensor out = linear(x, weight, bias);
+    // relu's own functor on the fresh output: the same bits as relu(out) (NaN kept, -0 to
+    // 0), without a second tensor or an op dispatch.
+    const auto apply = [&]<class T>(T* p) {
+      for (int64_t i = 0, n = out.numel(); i < n; ++i) p[i] = functors::relu{}(p[i]);
+    };
+    if (out.dtype() == kFloat32) apply(out.data_ptr<float>());
+    else apply(out.data_ptr<double>());
+    return out;
+  }
+  return linear(x, weight, bias).relu();
 }
 
 }  // namespace ember

@@ -116,6 +116,10 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, double
 // with a 2-D x and a bias, one GEMM started from the bias rows (tensor/linear.cpp);
 // otherwise addmm(bias, x, weight.t()) for a 2-D x, else matmul then add.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// relu(linear(x, weight, bias)), the same values and gradients. Where linear takes its
+// direct path (no autograd, no autocast), relu runs on the GEMM's output in place;
+// otherwise it is the two ops.
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 

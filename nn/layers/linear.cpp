@@ -26,6 +26,11 @@ Tensor Linear::forward(const Tensor& x) {
   return functional::linear(x, weight, bias);
 }
 
+Tensor Linear::forward_relu(const Tensor& x) {
+  check_input_device(x, "linear_forward");
+  return functional::linear_relu(x, weight, bias);
+}
+
 std::string Linear::extra_repr() const {
   return msg("in_features=", in_features, ", out_features=", out_features, ", bias=", bias.defined() ? "True" : "False");
 }

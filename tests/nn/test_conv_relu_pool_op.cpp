@@ -3,7 +3,8 @@
 // gradient bits for x, the weight and the bias (the kernels compute the same sums
 // and only skip storing the activations), on the fused path and on the paths that
 // run the three ops (autocast, half types, outputs too small to pool); conv2d's
-// errors unchanged; the seed network's outputs and gradients unchanged.
+// errors unchanged; the seed network's outputs and gradients unchanged. Also
+// linear_relu against relu(linear(.)), and the seed network without grad.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -181,4 +182,45 @@ TEST_CASE("the seed network's fused blocks give the outputs and gradients of the
     INFO("parameter " << i);
     CHECK(same_bits(params[i].grad(), grads[i]));
   }
+}
+
+// linear_relu (tensor/ops.h): the ReLU applied in place to linear's direct-path
+// output, or the two ops where that path does not run; the bits of relu(linear(.))
+// either way, NaN kept.
+TEST_CASE("linear_relu gives the bits of relu(linear) with and without grad", "[nn][linear]") {
+  for (DType dt : {kFloat32, kFloat64}) {
+    INFO(dtype_name(dt));
+    Generator gen(5);
+    Tensor x = randn({7, 33}, {dt}, &gen), w = randn({19, 33}, {dt}, &gen), b = randn({19}, {dt}, &gen);
+    x.select(0, 2).select(0, 4).fill_(NAN);  // row 2 of the output is all NaN
+    {
+      NoGradGuard no_grad;
+      CHECK(same_bits(linear_relu(x, w, b), linear(x, w, b).relu()));
+      CHECK(same_bits(linear_relu(x, w, Tensor()), linear(x, w).relu()));                    // no bias
+      CHECK(same_bits(linear_relu(x.view({7, 1, 33}), w, b), linear(x.view({7, 1, 33}), w, b).relu()));  // 3-D
+    }
+    Tensor gy = randn({7 * 19}, {kFloat64}, &gen);
+    const Run fused = run([](const Tensor& x_, const Tensor& w_, const Tensor& b_) { return linear_relu(x_, w_, b_); },
+                          x, w, b, gy);
+    const Run two = run([](const Tensor& x_, const Tensor& w_, const Tensor& b_) { return linear(x_, w_, b_).relu(); },
+                        x, w, b, gy);
+    CHECK(same_bits(fused.y, two.y));
+    CHECK(same_bits(fused.gx, two.gx));
+    CHECK(same_bits(fused.gw, two.gw));
+    CHECK(same_bits(fused.gb, two.gb));
+  }
+}
+
+TEST_CASE("the seed network without grad gives the outputs of the unfused ops", "[nn][linear]") {
+  manual_seed(3);
+  nn::Network net;
+  Generator gen(4);
+  Tensor x = randn({3, 1, 28, 28}, {}, &gen);
+  NoGradGuard no_grad;
+  namespace F = nn::functional;
+  Tensor t = F::max_pool2d(F::relu(F::conv2d(x, net.conv1->weight, net.conv1->bias)), {2, 2});
+  t = F::max_pool2d(F::relu(F::conv2d(t, net.conv2->weight, net.conv2->bias)), {2, 2});
+  t = F::relu(F::linear(t.flatten(1), net.fc1->weight, net.fc1->bias));
+  t = F::relu(F::linear(t, net.fc2->weight, net.fc2->bias));
+  CHECK(same_bits(net(x), F::linear(t, net.out->weight, net.out->bias)));
 }
