@@ -92,16 +92,8 @@ inline __m512 gelu16(__m512 x) {
   const __m512 lo = _mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_fmadd_ps(_mm512_add_ps(ah, ah), al, _mm512_mul_ps(al, al)));
   // e^(hi + lo) = er 2^n, exp16's steps with lo added to the reduced argument;
   // hi >= -128, so no clamp is needed and 2^n stays apart until the end.
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(hi, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 rr = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), hi);
-  rr = _mm512_add_ps(_mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440054905e-4f), rr), lo);
-  __m512 q = _mm512_set1_ps(0.001374532817862928f);
-  q = _mm512_fmadd_ps(q, rr, _mm512_set1_ps(0.008368946611881256f));
-  q = _mm512_fmadd_ps(q, rr, _mm512_set1_ps(0.04166964814066887f));
-  q = _mm512_fmadd_ps(q, rr, _mm512_set1_ps(0.166665181517601f));
-  q = _mm512_fmadd_ps(q, rr, _mm512_set1_ps(0.49999988079071045f));
-  const __m512 er = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(rr, rr), q, rr), _mm512_set1_ps(1.0f));
+  const __m512 n = exp16_n(hi);
+  const __m512 er = exp16_poly(_mm512_add_ps(exp16_reduced(hi, n), lo));
   const __m512 er_r = _mm512_mul_ps(er, r);
   // x < 0 multiplies as -ac: past the clamp the result must underflow to -0.
   const __m512 neg = _mm512_scalef_ps(_mm512_mul_ps(er_r, _mm512_or_ps(ac, sign_of(x))), n);

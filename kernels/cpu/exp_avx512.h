@@ -6,41 +6,25 @@
 namespace ember::cpu {
 namespace {
 
-// exp_fast<true> (vec_math.h) on 16 lanes, the same steps and constants, with
-// vscalefps for the scaling by 2^n: one instruction, rounding once (a subnormal
-// result included), where the portable code converts n to an integer and builds
-// two factors in the exponent bits. About 15 instructions per vector instead of 25,
-// for loops bound by exp (softmax, exp of half blocks). vmaxps and vminps return
-// their second operand when either is NaN, so a NaN runs through to the result.
-inline __m512 exp16(__m512 t) {
-  const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), t));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), xc);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440054905e-4f), r);
-  __m512 q = _mm512_set1_ps(0.001374532817862928f);
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.008368946611881256f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.04166964814066887f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.166665181517601f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.49999988079071045f));
-  const __m512 er = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r), _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(er, n);
+// The steps of exp_fast<true> (vec_math.h) on 16 lanes, for an argument already
+// clamped to [-104, 89] (or NaN): n = round(x / ln2), the reduced argument
+// r = x - n ln2 (ln2 in two parts, so r is exact), and e^r = 1 + r + r^2 q(r).
+// The caller scales by 2^n with vscalefps: one instruction, rounding once (a
+// subnormal result included), where the portable code builds two factors in the
+// exponent bits. kShort: q of degree 2 instead of 4 (relative error 6.2e-6 instead
+// of 1 ulp; scripts/fit-vmath's exp fit at degree 2), for results that are only
+// kept rounded to a 16-bit float.
+inline __m512 exp16_n(__m512 xc) {
+  return _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
-
-// exp16 for the softmax loops' arguments x - max, which are <= 0 or NaN: no upper
-// clamp. kHalfOut: the result only feeds float16 or bfloat16 outputs (and their
-// float32 sums), so a degree-4 polynomial does (relative error 6.2e-6, an eightieth
-// of float16's spacing; scripts/fit-vmath's exp fit at degree 2 for q): two
-// instructions of 13 fewer, in loops bound by exp.
-template <bool kHalfOut>
-inline __m512 exp16_nonpos(__m512 t) {
-  const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), t);
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), xc);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440054905e-4f), r);
+inline __m512 exp16_reduced(__m512 xc, __m512 n) {
+  return _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440054905e-4f), _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), xc));
+}
+template <bool kShort = false>
+inline __m512 exp16_poly(__m512 r) {
   __m512 q;
-  if constexpr (kHalfOut) {
+  if constexpr (kShort) {
     q = _mm512_set1_ps(0.04091719537973404f);
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.16753989458084106f));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.5000893473625183f));
@@ -51,8 +35,25 @@ inline __m512 exp16_nonpos(__m512 t) {
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.166665181517601f));
     q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.49999988079071045f));
   }
-  const __m512 er = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r), _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(er, n);
+  return _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r), _mm512_set1_ps(1.0f));
+}
+
+// exp on 16 lanes: about 15 instructions per vector instead of 25, for loops bound
+// by exp (softmax, exp of half blocks). vmaxps and vminps return their second
+// operand when either is NaN, so a NaN runs through to the result.
+inline __m512 exp16(__m512 t) {
+  const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), t));
+  const __m512 n = exp16_n(xc);
+  return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
+}
+
+// exp16 for the softmax loops' arguments x - max, which are <= 0 or NaN: no upper
+// clamp. kShort as above, for loops whose results are stored as float16/bfloat16.
+template <bool kShort>
+inline __m512 exp16_nonpos(__m512 t) {
+  const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), t);
+  const __m512 n = exp16_n(xc);
+  return _mm512_scalef_ps(exp16_poly<kShort>(exp16_reduced(xc, n)), n);
 }
 
 }  // namespace
