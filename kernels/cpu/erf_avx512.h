@@ -6,13 +6,13 @@
 // about 150 instructions per 16 values, so the loops ran at a third of memory speed.
 // Here the argument's interval picks its polynomial's coefficients out of 32-entry
 // tables (erf_tables.h, fitted by scripts/fit-vmath) with vpermt2ps, one instruction
-// per coefficient and no branch or blend: about 30 instructions for erf, 50 for gelu.
+// per coefficient and no branch or blend: about 30 instructions for erf, 45 for gelu.
 //
 //   erf(a), a = |x| >= 0.5: interval k = floor(8a) - 4, u = 8a - (k + 4.5), a
 //     degree-4 polynomial. Below 0.5 the odd polynomial of vec_erf.h (erf_small).
 //   gelu(x) = x Phi(x): Phi(-a) = e^(-a^2/2) R(a) with R smooth (interval
 //     k = floor(2a), u = 2a - (k + 0.5), degree 6), a^2/2 split exactly into two
-//     floats so the exponential has no error from rounding it (neg_scaled_square).
+//     floats (with an fma) so the exponential has no error from rounding it.
 //     x < 0: x Phi(-a), the 2^n of the exponential applied last (vscalefps), so a
 //     subnormal result is rounded once; x >= 0: x (1 - Phi(-a)), no cancellation
 //     because Phi(-a) <= 1/2.
@@ -85,20 +85,25 @@ inline __m512 gelu16(__m512 x) {
   __m512 u;
   interval(_mm512_add_ps(ac, ac), 0, k, u);
   const __m512 r = table_poly<6>(kGeluTable, k, u);
-  // -ac^2/2 = hi + lo exactly (vec_erf.h's neg_scaled_square, 12 + 12 bits).
-  const __m512 ah = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(ac), _mm512_set1_epi32(int(0xfffff000u))));
-  const __m512 al = _mm512_sub_ps(ac, ah);
-  const __m512 hi = _mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_mul_ps(ah, ah));
-  const __m512 lo = _mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_fmadd_ps(_mm512_add_ps(ah, ah), al, _mm512_mul_ps(al, al)));
+  // -ac^2/2 = hi + lo exactly: with fused multiply-add, ac^2 - round(ac^2) is
+  // representable and fma computes it exactly (where the portable neg_scaled_square
+  // splits ac into 12 + 12 bits); halving is exact.
+  const __m512 sq = _mm512_mul_ps(ac, ac);
+  const __m512 hi = _mm512_mul_ps(_mm512_set1_ps(-0.5f), sq);
+  const __m512 lo = _mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_fmsub_ps(ac, ac, sq));
   // e^(hi + lo) = er 2^n, exp16's steps with lo added to the reduced argument;
   // hi >= -128, so no clamp is needed and 2^n stays apart until the end.
   const __m512 n = exp16_n(hi);
   const __m512 er = exp16_poly(_mm512_add_ps(exp16_reduced(hi, n), lo));
   const __m512 er_r = _mm512_mul_ps(er, r);
-  // x < 0 multiplies as -ac: past the clamp the result must underflow to -0.
-  const __m512 neg = _mm512_scalef_ps(_mm512_mul_ps(er_r, _mm512_or_ps(ac, sign_of(x))), n);
-  const __m512 pos = _mm512_mul_ps(x, _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_scalef_ps(er_r, n)));
-  const __m512 y = _mm512_mask_mov_ps(pos, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), neg);
+  // One scaling by 2^n for both signs: x < 0 scales x Phi(-a) itself (x as -ac: past
+  // the clamp the result must underflow to -0), x >= 0 scales Phi(-a) and then
+  // takes x (1 - Phi(-a)).
+  const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512 scaled = _mm512_scalef_ps(
+      _mm512_mask_mul_ps(er_r, negative, er_r, _mm512_or_ps(ac, sign_of(x))), n);
+  const __m512 y =
+      _mm512_mask_mov_ps(_mm512_mul_ps(x, _mm512_sub_ps(_mm512_set1_ps(1.0f), scaled)), negative, scaled);
   const __mmask16 minus_inf = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-__builtin_inff()), _CMP_EQ_OQ);
   return _mm512_mask_mov_ps(y, minus_inf, _mm512_set1_ps(__builtin_nanf("")));
 }
