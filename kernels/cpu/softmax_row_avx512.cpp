@@ -62,7 +62,7 @@ inline __m512 all_lanes(__m512 v) {
 // quarters, pairs and neighbours (two shuffles and one op), instead of a 4-step
 // reduction within each vector (8 instructions a vector, 16 for a block's max and
 // sum, twice the tree's). The lanes come out in a fixed order, found once by
-// running the tree on v[r] = r (tree_positions).
+// running the tree on v[r] = r (TreePositions).
 template <bool kMax>
 inline __m512 tree16(const __m512 (&v)[16]) {
   const auto op = [](__m512 a, __m512 b) { return kMax ? _mm512_max_ps(a, b) : _mm512_add_ps(a, b); };
@@ -105,7 +105,9 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
   for (int r = 0; r < 16; ++r)
     for (int i = 0; i < 16; ++i) span[r][i] = (r * n + i) % 16 + (i < n && (r * n) % 16 + i >= 16 ? 16 : 0);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  alignas(64) float e[17 * 16];  // one vector more: a row ending on a vector's end reads past it
+  // One vector more than n: a row ending on a vector's end also reads the next one
+  // (none of its lanes is picked); zeroed so that nothing uninitialized is read.
+  alignas(64) float e[17 * 16] = {};
   const int64_t blocks = rows / 16;
   for (int64_t b = 0; b < blocks; ++b) {
     const float* xb = x + b * 16 * n;
