@@ -2,6 +2,7 @@
 // single-tensor implementations, evaluated in the compute type of each element.
 #include "kernels/cpu/optim.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/base/dispatch.h"
@@ -29,6 +30,48 @@ void sgd_step(DType dt, int64_t n, void* param, const void* grad, void* momentum
   });
 }
 
+namespace {
+
+// Adam's hyperparameters in the compute type A, derived once per step.
+template <class A>
+struct AdamScalars {
+  A step_size, sqrt_bc2, b1, b2, eps, wd, decay, one_minus_b1, one_minus_b2;
+};
+
+// The update of elements [lo, hi). The two flags are template parameters and the
+// arrays __restrict, so that the loop has no branch and the compiler vectorizes it
+// (divps, sqrtps): the scalar loop with the flags tested per element spent 3.2 ns an
+// element in its two divisions and square root, about 100 us per step of the seed
+// network's 33k parameters. Vector division and square root round as the scalar
+// ones do, so the bits are the same.
+template <class T, bool kDecoupled, bool kAmsgrad>
+void adam_range(int64_t lo, int64_t hi, T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+                T* __restrict vmax, const AdamScalars<acc_t<T>>& c) {
+  using A = acc_t<T>;
+  for (int64_t i = lo; i < hi; ++i) {
+    A pi = static_cast<A>(p[i]), gi = static_cast<A>(g[i]);
+    if constexpr (kDecoupled) pi *= c.decay;
+    else gi += c.wd * pi;
+    const A mi = c.b1 * static_cast<A>(m[i]) + c.one_minus_b1 * gi;
+    const A vi = c.b2 * static_cast<A>(v[i]) + c.one_minus_b2 * gi * gi;
+    m[i] = static_cast<T>(mi);
+    v[i] = static_cast<T>(vi);
+    A vs = vi;
+    if constexpr (kAmsgrad) {
+      const A old = static_cast<A>(vmax[i]);
+      vs = old < vi ? vi : old;  // std::max(old, vi), as before: old when vi is NaN
+      vmax[i] = static_cast<T>(vs);
+    }
+    const A denom = std::sqrt(vs) / c.sqrt_bc2 + c.eps;
+    p[i] = static_cast<T>(pi - c.step_size * mi / denom);
+  }
+}
+
+// Elements per parallel chunk: a team pays off from a few of them.
+constexpr int64_t kAdamChunk = 1 << 14;
+
+}  // namespace
+
 void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg, void* exp_avg_sq,
                void* max_exp_avg_sq, const AdamParams& h) {
   dispatch_floating(dt, "adam_step", "cpu", [&]<class T>() {
@@ -40,28 +83,23 @@ void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg
     T* vmax = static_cast<T*>(max_exp_avg_sq);
     const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
     const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
-    const A step_size = static_cast<A>(h.lr / bc1), sqrt_bc2 = static_cast<A>(std::sqrt(bc2));
-    const A b1 = static_cast<A>(h.beta1), b2 = static_cast<A>(h.beta2), eps = static_cast<A>(h.eps);
-    const A wd = static_cast<A>(h.weight_decay), decay = static_cast<A>(1 - h.lr * h.weight_decay);
     // 1 - beta computed in double and rounded once, as PyTorch passes it as an
     // alpha (rounding beta to float32 first is ~200 ulp off for beta2 = 0.999).
-    const A one_minus_b1 = static_cast<A>(1 - h.beta1), one_minus_b2 = static_cast<A>(1 - h.beta2);
-    parallel_rows(n, n >= kParallelGrain, [&](int64_t i) {
-      A pi = static_cast<A>(p[i]), gi = static_cast<A>(g[i]);
-      if (h.decoupled) pi *= decay;
-      else gi += wd * pi;
-      const A mi = b1 * static_cast<A>(m[i]) + one_minus_b1 * gi;
-      const A vi = b2 * static_cast<A>(v[i]) + one_minus_b2 * gi * gi;
-      m[i] = static_cast<T>(mi);
-      v[i] = static_cast<T>(vi);
-      A vs = vi;
-      if (vmax) {
-        vs = std::max(static_cast<A>(vmax[i]), vi);
-        vmax[i] = static_cast<T>(vs);
-      }
-      const A denom = std::sqrt(vs) / sqrt_bc2 + eps;
-      p[i] = static_cast<T>(pi - step_size * mi / denom);
-    });
+    const AdamScalars<A> c{static_cast<A>(h.lr / bc1),          static_cast<A>(std::sqrt(bc2)),
+                           static_cast<A>(h.beta1),             static_cast<A>(h.beta2),
+                           static_cast<A>(h.eps),               static_cast<A>(h.weight_decay),
+                           static_cast<A>(1 - h.lr * h.weight_decay), static_cast<A>(1 - h.beta1),
+                           static_cast<A>(1 - h.beta2)};
+    auto run = [&]<bool kDecoupled, bool kAmsgrad>() {
+      const int64_t chunks = (n + kAdamChunk - 1) / kAdamChunk;
+      parallel_rows(chunks, n >= kParallelGrain, [&](int64_t k) {
+        const int64_t lo = k * kAdamChunk, hi = std::min(n, lo + kAdamChunk);
+        adam_range<T, kDecoupled, kAmsgrad>(lo, hi, p, g, m, v, vmax, c);
+      });
+    };
+    const bool amsgrad = vmax != nullptr;
+    if (h.decoupled) amsgrad ? run.template operator()<true, true>() : run.template operator()<true, false>();
+    else amsgrad ? run.template operator()<false, true>() : run.template operator()<false, false>();
   });
 }
 
