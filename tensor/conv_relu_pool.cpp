@@ -1,12 +1,22 @@
 // conv2d_relu_pool2x2: max_pool2d(relu(conv2d(x, ...)), 2) as one op, the seed
-// network's convolution blocks. On the CPU in float32 and float64 outside autocast
-// it runs kernels/cpu/conv2d's fused pass and records one node (saved: x, weight and
-// a byte per pooled value: its window position and whether it is > 0; attributes:
+// network's convolution blocks. On the CPU in float32 and float64 it runs
+// kernels/cpu/conv2d's fused pass and records one node (saved: x, weight and a byte
+// per pooled value: its window position and whether it is > 0; attributes:
 // Conv2dAttrs), whose backward makes the convolution's output gradient in one pass.
 // The output itself is not saved, so it may be modified in place before backward,
-// as the three ops' output may. Anywhere else (CUDA, meta, half types, autocast,
-// outputs smaller than one window) it runs the three ops, so the values and
-// gradients are the same either way.
+// as the three ops' output may.
+//
+// bfloat16 on the CPU (bfloat16 tensors, or float32 ones under bfloat16 autocast,
+// cast as conv2d's autocast casts them): for layers the bfloat16 GEMM does not
+// serve, conv2d widens to float32, convolves and rounds its output once
+// (tensor/conv.cpp). The block does the same around the fused pass, which rounds
+// each convolution output to bfloat16 before ReLU and pooling compare it, so the
+// values, the positions ties pick and the gradients are those of the three
+// bfloat16 ops, without their three passes over the activations.
+//
+// Anywhere else (CUDA, meta, float16, layers the bfloat16 GEMM serves, outputs
+// smaller than one window) it runs the three ops, so the values and gradients are
+// the same either way.
 #include "kernels/cpu/conv2d.h"
 #include "tensor/autocast.h"
 #include "tensor/checks.h"
@@ -16,20 +26,21 @@
 #include "tensor/ops.h"
 
 namespace ember {
+namespace {
 
-Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding,
-                           Pair dilation, int64_t groups) {
-  auto three_ops = [&] {
-    return max_pool2d(conv2d(x, weight, bias, stride, padding, dilation, groups).relu(), {2, 2}, {2, 2});
-  };
+bool on_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return x.device().is_cpu() && weight.device().is_cpu() && (!bias.defined() || bias.device().is_cpu());
+}
+
+bool all_of_dtype(DType dt, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return x.dtype() == dt && weight.dtype() == dt && (!bias.defined() || bias.dtype() == dt);
+}
+
+// The fused pass over float32/float64 CPU tensors of the shape s; round_bf16 rounds
+// the convolution's outputs to bfloat16 before ReLU and pooling.
+Tensor fused(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dShape& s, Pair stride,
+             Pair padding, Pair dilation, int64_t groups, bool round_bf16) {
   const DType dt = x.dtype();
-  const bool fusable = (dt == kFloat32 || dt == kFloat64) && x.device().is_cpu() && weight.device().is_cpu() &&
-                       weight.dtype() == dt && (!bias.defined() || (bias.device().is_cpu() && bias.dtype() == dt)) &&
-                       !autocast::applies(autocast::Policy::lower, {&x, &weight, &bias});
-  if (!fusable) return three_ops();
-  check_conv2d_args(x, weight, bias, stride, padding, dilation, groups);
-  const auto s = conv2d_shape(x.shape(), weight.shape(), stride, padding, dilation, groups);
-  if (s.n == 0 || s.c_out == 0 || s.h_out < 2 || s.w_out < 2) return three_ops();  // its errors, its empty results
   Tensor y = empty({s.n, s.c_out, s.h_out / 2, s.w_out / 2}, {dt, kCPU});
   const bool record_grad = needs_grad({&x, &weight, &bias});
   Tensor window = record_grad ? empty(y.shape(), {kUInt8, kCPU}) : Tensor();
@@ -37,7 +48,7 @@ Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& 
     NoGradGuard no_grad;
     Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : bias;
     cpu::conv2d_relu_pool_forward(dt, s, xc.data_ptr(), wc.data_ptr(), bc.defined() ? bc.data_ptr() : nullptr,
-                                  y.data_ptr(), record_grad ? window.data_ptr<uint8_t>() : nullptr);
+                                  y.data_ptr(), record_grad ? window.data_ptr<uint8_t>() : nullptr, round_bf16);
   }
   if (record_grad) {
     auto node = record(OpId::Conv2dReluPool, {&x, &weight, &bias}, {&y});
@@ -47,6 +58,32 @@ Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& 
     node->attrs = Conv2dAttrs{stride, padding, dilation, groups, bias.defined()};
   }
   return y;
+}
+
+}  // namespace
+
+Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding,
+                           Pair dilation, int64_t groups) {
+  auto three_ops = [&] {
+    return max_pool2d(conv2d(x, weight, bias, stride, padding, dilation, groups).relu(), {2, 2}, {2, 2});
+  };
+  if (const auto to = autocast::applies(autocast::Policy::lower, {&x, &weight, &bias})) {
+    if (*to != kBFloat16 || !on_cpu(x, weight, bias)) return three_ops();  // conv2d casts
+    autocast::SuspendGuard suspend;
+    const auto cast = [&](const Tensor& t) { return autocast::cast(t, autocast::Policy::lower, *to); };
+    return conv2d_relu_pool2x2(cast(x), cast(weight), cast(bias), stride, padding, dilation, groups);
+  }
+  const DType dt = x.dtype();
+  const bool bf16 = dt == kBFloat16;
+  if (!(dt == kFloat32 || dt == kFloat64 || bf16) || !all_of_dtype(dt, x, weight, bias) || !on_cpu(x, weight, bias))
+    return three_ops();
+  check_conv2d_args(x, weight, bias, stride, padding, dilation, groups);
+  const auto s = conv2d_shape(x.shape(), weight.shape(), stride, padding, dilation, groups);
+  if (s.n == 0 || s.c_out == 0 || s.h_out < 2 || s.w_out < 2) return three_ops();  // its errors, its empty results
+  if (!bf16) return fused(x, weight, bias, s, stride, padding, dilation, groups, false);
+  if (cpu::conv2d_bf16_native(s)) return three_ops();
+  const Tensor b32 = bias.defined() ? bias.to(kFloat32) : bias;
+  return fused(x.to(kFloat32), weight.to(kFloat32), b32, s, stride, padding, dilation, groups, true).to(kBFloat16);
 }
 
 Tensor conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& window, DType dtype, const Shape& x_shape,

@@ -122,7 +122,8 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
 // output from their scratch grid; the im2col path writes one image's output to
 // scratch and pools it from there.
 template <class T>
-void relu_pool_forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y, uint8_t* window) {
+void relu_pool_forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y, uint8_t* window,
+                            bool round_bf16) {
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || s.h_out < 2 || s.w_out < 2) return;
   const bool direct = is_direct(s);
@@ -133,6 +134,7 @@ void relu_pool_forward_impl(const Conv2dShape& s, const T* x, const T* w, const 
     Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
     a.relu_pool = true;
     a.window = window;
+    a.round_bf16 = round_bf16;
     for_ranges<T>(s.n, nt, k.forward_scratch(a), [&](int64_t lo, int64_t hi, T* ws) { k.forward(a, lo, hi, ws); });
     return;
   }
@@ -149,7 +151,7 @@ void relu_pool_forward_impl(const Conv2dShape& s, const T* x, const T* w, const 
       const Args<T> one{&s, &d, &v, x + i * d.x_img, w, bias, nullptr, conv};
       k.forward(one, 0, 1, ws);
       rp.forward_planes(conv, s.c_out, d.P, s.w_out, s.h_out, s.w_out, y + i * pooled,
-                        window ? window + i * pooled : nullptr);
+                        window ? window + i * pooled : nullptr, round_bf16);
     }
   });
 }
@@ -280,10 +282,12 @@ void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* w
 }
 
 void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
-                              const void* bias, void* y, uint8_t* window) {
+                              const void* bias, void* y, uint8_t* window, bool round_bf16) {
+  if (round_bf16 && dt != DType::Float32)
+    throw ValueError(std::string("conv2d_relu_pool_forward: round_bf16 needs float32 values, got ") + dtype_name(dt));
   conv2d_detail::float_types(dt, "conv2d_relu_pool_forward", [&]<class T>() {
     conv2d_detail::relu_pool_forward_impl<T>(s, static_cast<const T*>(x), static_cast<const T*>(weight),
-                                             static_cast<const T*>(bias), static_cast<T*>(y), window);
+                                             static_cast<const T*>(bias), static_cast<T*>(y), window, round_bf16);
   });
 }
 

@@ -44,9 +44,11 @@ void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, 
 // [n, c_out, h_out/2, w_out/2]; window (nullable, same shape) receives for the
 // backward below, per value, the position it came from in its window (bits 0-1,
 // dy*2 + dx) and whether it is > 0 (bit 2). Same values as the three ops in
-// sequence (relu_pool_impl.h says why). float32 and float64.
+// sequence (relu_pool_impl.h says why). float32 and float64. round_bf16 (float32
+// only) rounds each convolution output to bfloat16 before ReLU and pooling, as the
+// bfloat16 ops do (autocast's block); y's values are then bfloat16 values.
 void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
-                              const void* bias, void* y, uint8_t* window);
+                              const void* bias, void* y, uint8_t* window, bool round_bf16 = false);
 
 // The gradient of the convolution's output [n, c_out, h_out, w_out] given the
 // pooled gradient grad_y and the window bytes of the forward: grad_y (+ 0) at the

@@ -232,7 +232,7 @@ void spread_rows(const Conv2dShape& s, const Direct& v, const T* gy, int64_t row
 // Defined in relu_pool_impl.h, which each instruction set's file includes next.
 template <class T>
 void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride,
-                              int64_t h_out, int64_t w_out, T* y, uint8_t* window);
+                              int64_t h_out, int64_t w_out, T* y, uint8_t* window, bool round_bf16);
 
 // Forward, images [lo, hi). Every panel, the last one included, reads x in place:
 // the last reads up to NR - nb elements past the grid's last position, which are
@@ -294,7 +294,7 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
       if (a.relu_pool) {
         const int64_t o = (i * s.c_out + g * d.cog) * pooled;
         relu_pool_forward_planes(ybuf, d.cog, Pr, v.Wv, s.h_out, s.w_out, a.out + o,
-                                 a.window ? a.window + o : nullptr);
+                                 a.window ? a.window + o : nullptr, a.round_bf16);
       } else if (!in_place)
         for (int64_t co = 0; co < d.cog; ++co)
           for (int64_t oy = 0; oy < s.h_out; ++oy)

@@ -68,6 +68,9 @@ struct Args {
   // receives each pooled value's position in its window.
   bool relu_pool = false;
   uint8_t* window = nullptr;
+  // With relu_pool, float only: each output rounded to bfloat16 before ReLU and
+  // pooling (autocast's bfloat16 block, tensor/conv_relu_pool.cpp).
+  bool round_bf16 = false;
 };
 
 // One path's kernels for one dtype. Each runs single-threaded over images [lo, hi)
@@ -99,7 +102,7 @@ const Kernels<T>& im2col_kernels();
 template <class T>
 struct ReluPool {
   void (*forward_planes)(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride, int64_t h_out,
-                         int64_t w_out, T* y, uint8_t* window);
+                         int64_t w_out, T* y, uint8_t* window, bool round_bf16);
   void (*backward_planes)(const T* gy, const uint8_t* window, int64_t planes, int64_t h_out, int64_t w_out,
                           T* grad_conv);
 };

@@ -18,6 +18,11 @@
 // (dy*2 + dx), bit 2 whether the pooled value is > 0 (ReLU's gradient mask), so the
 // backward needs neither the activations nor the pooled output (which a caller may
 // then modify in place, as it may the three ops' output).
+//
+// Under bfloat16 autocast the block's convolution rounds its output to bfloat16
+// before ReLU and pooling see it; with round_bf16 the float32 values are rounded to
+// bfloat16 first here too (still held as floats), so ties between values that round
+// alike pick the same position as the bfloat16 ops do.
 #pragma once
 
 namespace ember::cpu::conv2d_detail {
@@ -55,10 +60,28 @@ struct PairLanes {
 // Bit 2 of a window byte: the pooled value is > 0, so its gradient passes.
 constexpr uint8_t kPasses = 4;
 
+// v rounded to the nearest bfloat16 (ties to even), as a float: the low 16 bits
+// rounded away on the integer bits; a NaN stays itself (the rounding could carry a
+// NaN whose payload is all in the low bits into infinity).
+inline float round_bf16(float v) {
+  const uint32_t b = std::bit_cast<uint32_t>(v);
+  return v != v ? v : std::bit_cast<float>((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
+}
+template <int B>
+auto round_bf16(typename Vec<float, B>::V v) {
+  typedef uint32_t VU __attribute__((vector_size(B)));
+  using V = typename Vec<float, B>::V;
+  const VU b = reinterpret_cast<VU&>(v);
+  const VU r = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+  return v != v ? v : reinterpret_cast<const V&>(r);
+}
+
 // The scalar step both directions fall back to for the last pooled columns.
-template <class T>
+template <class T, bool kRound = false>
 void relu_pool_one(const T* r0, const T* r1, T* y, uint8_t* win) {
-  const T v[4] = {r0[0], r0[1], r1[0], r1[1]};
+  T v[4] = {r0[0], r0[1], r1[0], r1[1]};
+  if constexpr (kRound)
+    for (T& e : v) e = round_bf16(e);
   T m = v[0];
   uint8_t k = 0;
   for (uint8_t j = 1; j < 4; ++j)
@@ -69,7 +92,7 @@ void relu_pool_one(const T* r0, const T* r1, T* y, uint8_t* win) {
 
 // n pooled values of one output row from conv rows r0 and r1 (2n columns each), in
 // vectors of B bytes, then of halving width for the tail.
-template <class T, int B>
+template <class T, int B, bool kRound>
 void relu_pool_row(const T* r0, const T* r1, T* y, uint8_t* win, int64_t n) {
   using S = Vec<T, B>;
   using V = typename S::V;
@@ -79,8 +102,12 @@ void relu_pool_row(const T* r0, const T* r1, T* y, uint8_t* win, int64_t n) {
   int64_t j = 0;
   if constexpr (L >= 2) {
     for (; j + L <= n; j += L) {
-      const V a0 = S::load(r0 + 2 * j), a1 = S::load(r0 + 2 * j + L);
-      const V b0 = S::load(r1 + 2 * j), b1 = S::load(r1 + 2 * j + L);
+      V a0 = S::load(r0 + 2 * j), a1 = S::load(r0 + 2 * j + L);
+      V b0 = S::load(r1 + 2 * j), b1 = S::load(r1 + 2 * j + L);
+      if constexpr (kRound) {
+        a0 = round_bf16<B>(a0), a1 = round_bf16<B>(a1);
+        b0 = round_bf16<B>(b0), b1 = round_bf16<B>(b1);
+      }
       const V cand[3] = {P::odd(a0, a1), P::even(b0, b1), P::odd(b0, b1)};
       V m = P::even(a0, a1);
       VI k{};
@@ -99,26 +126,33 @@ void relu_pool_row(const T* r0, const T* r1, T* y, uint8_t* win, int64_t n) {
     }
   }
   if constexpr (B / 2 >= 2 * int(sizeof(T))) {
-    relu_pool_row<T, B / 2>(r0 + 2 * j, r1 + 2 * j, y + j, win ? win + j : nullptr, n - j);
+    relu_pool_row<T, B / 2, kRound>(r0 + 2 * j, r1 + 2 * j, y + j, win ? win + j : nullptr, n - j);
   } else {
-    for (; j < n; ++j) relu_pool_one(r0 + 2 * j, r1 + 2 * j, y + j, win ? win + j : nullptr);
+    for (; j < n; ++j) relu_pool_one<T, kRound>(r0 + 2 * j, r1 + 2 * j, y + j, win ? win + j : nullptr);
   }
 }
 
 // `planes` planes of a convolution's output (plane p at conv + p*plane_stride, row
 // oy at + oy*row_stride, h_out x w_out values) into y [planes][h_out/2][w_out/2] and
 // window (nullable) of the same shape. An odd last row or column is dropped, as
-// max_pool2d's floor mode does.
+// max_pool2d's floor mode does. round_bf16 (float only) rounds each value to
+// bfloat16 first.
 template <class T>
 void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride,
-                              int64_t h_out, int64_t w_out, T* y, uint8_t* window) {
+                              int64_t h_out, int64_t w_out, T* y, uint8_t* window, bool round_bf16) {
   const int64_t ph = h_out / 2, pw = w_out / 2;
-  for (int64_t p = 0; p < planes; ++p)
-    for (int64_t py = 0; py < ph; ++py) {
-      const T* r0 = conv + p * plane_stride + 2 * py * row_stride;
-      const int64_t o = (p * ph + py) * pw;
-      relu_pool_row<T, kBytes>(r0, r0 + row_stride, y + o, window ? window + o : nullptr, pw);
-    }
+  auto run = [&]<bool kRound>() {
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t py = 0; py < ph; ++py) {
+        const T* r0 = conv + p * plane_stride + 2 * py * row_stride;
+        const int64_t o = (p * ph + py) * pw;
+        relu_pool_row<T, kBytes, kRound>(r0, r0 + row_stride, y + o, window ? window + o : nullptr, pw);
+      }
+  };
+  if constexpr (std::is_same_v<T, float>) {
+    if (round_bf16) return run.template operator()<true>();
+  }
+  run.template operator()<false>();
 }
 
 // The gradient of one pooled row's 2n conv columns in rows g0 and g1: the pooled

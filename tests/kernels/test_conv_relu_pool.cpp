@@ -194,3 +194,82 @@ TEST_CASE("conv2d_relu_pool kernels refuse other dtypes", "[kernels][conv2d]") {
                                                        buf.data(), window.data()),
                   ember::NotImplementedError);
 }
+
+namespace {
+
+// v rounded to the nearest bfloat16 (8 significant bits, ties to even) through its
+// exponent and std::nearbyint, independently of the kernels' integer rounding.
+float bf16_reference(float v) {
+  if (!std::isfinite(v) || v == 0) return v;
+  int e = 0;
+  std::frexp(double(v), &e);                // |v| = m * 2^e, m in [0.5, 1)
+  const int q = std::max(e - 8, -133);       // the spacing of bfloat16 values there (subnormals: 2^-133)
+  return float(std::ldexp(std::nearbyint(std::ldexp(double(v), -q)), q));
+}
+
+// round_bf16: the pooled values and window bytes of the float32 convolution's
+// outputs (conv2d_forward, whose sums the fused kernel shares) rounded to bfloat16
+// first, exactly; returns how many windows had a tie only after rounding.
+int64_t check_rounded(const Conv2dShape& s, bool with_nan, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> u(0, 1);
+  const int64_t cig = s.c_in / s.groups, ph = s.h_out / 2, pw = s.w_out / 2;
+  std::vector<float> x(size_t(s.n * s.c_in * s.h * s.w)), w(size_t(s.c_out * cig * s.kh * s.kw)), b(size_t(s.c_out));
+  for (auto* v : {&x, &w, &b})
+    for (float& e : *v) e = u(gen);
+  if (with_nan) x[x.size() / 3] = NAN;
+  std::vector<float> conv(size_t(s.n * s.c_out * s.h_out * s.w_out));
+  ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), b.data(), conv.data());
+  const size_t pooled = size_t(s.n * s.c_out * ph * pw);
+  std::vector<float> y(pooled, -7.0f);
+  std::vector<uint8_t> window(pooled, 9);
+  ember::cpu::conv2d_relu_pool_forward(DType::Float32, s, x.data(), w.data(), b.data(), y.data(), window.data(),
+                                       /*round_bf16=*/true);
+  int64_t bad = 0, ties = 0;
+  for (int64_t p = 0; p < s.n * s.c_out; ++p)
+    for (int64_t py = 0; py < ph; ++py)
+      for (int64_t px = 0; px < pw; ++px) {
+        const size_t o = size_t((p * ph + py) * pw + px);
+        float raw[4], v[4];
+        for (int j = 0; j < 4; ++j) {
+          raw[j] = conv[size_t((p * s.h_out + 2 * py + j / 2) * s.w_out + 2 * px + j % 2)];
+          v[j] = bf16_reference(raw[j]);
+        }
+        float m = v[0];
+        int k = 0;
+        for (int j = 1; j < 4; ++j)
+          if (v[j] > m || std::isnan(v[j])) m = v[j], k = j;
+        for (int j = 0; j < 4; ++j) ties += j != k && v[j] == m && raw[j] != raw[k];
+        const float want = m > 0 || std::isnan(m) ? m : 0.0f;
+        const uint8_t want_window = uint8_t(k | (m > 0 ? 4 : 0));
+        bad += std::memcmp(&y[o], &want, sizeof(float)) != 0 || window[o] != want_window;
+      }
+  CHECK(bad == 0);
+  return ties;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_relu_pool rounds to bfloat16 before ReLU and pooling when asked", "[kernels][conv2d]") {
+  ember::testing::IsaGuard guard;
+  for (const char* level : {"generic", "avx2", "avx512"}) {
+    if (!ember::cpu::set_isa(level)) continue;
+    for (int threads : {1, 2}) {
+      ember::set_num_threads(threads);
+      int64_t ties = 0;
+      for (const Case& c : cases())
+        for (bool with_nan : {false, true}) {
+          INFO("level " << level << ", " << threads << " threads, " << c.name << (with_nan ? ", NaN inputs" : ""));
+          ties += check_rounded(c.s, with_nan, 9);
+        }
+      ties += check_rounded(shape(8, 1, 28, 28, 6, 5), false, 10);  // many windows: ties made by the rounding
+      CHECK(ties > 0);
+    }
+  }
+  std::vector<double> buf(64);
+  std::vector<uint8_t> window(4);
+  CHECK_THROWS_MATCHES(ember::cpu::conv2d_relu_pool_forward(DType::Float64, shape(1, 1, 4, 4, 1, 3), buf.data(),
+                                                            buf.data(), nullptr, buf.data(), window.data(), true),
+                       ember::ValueError,
+                       Catch::Matchers::Message("conv2d_relu_pool_forward: round_bf16 needs float32 values, got float64"));
+}

@@ -1,13 +1,16 @@
 // conv2d_relu_pool2x2 (tensor/nn_ops.h) against the three ops it fuses,
 // max_pool2d(relu(conv2d(.)), 2), run separately: the same output bits and the same
 // gradient bits for x, the weight and the bias (the kernels compute the same sums
-// and only skip storing the activations), on the fused path and on the paths that
-// run the three ops (autocast, half types, outputs too small to pool); conv2d's
+// and only skip storing the activations), on the fused path (float32, float64, and
+// bfloat16 tensors or bfloat16 autocast through float32 with each convolution output
+// rounded to bfloat16) and on the paths that run the three ops (float16, bfloat16
+// layers the bfloat16 GEMM serves, outputs too small to pool); conv2d's
 // errors unchanged; the seed network's outputs and gradients unchanged. Also
 // linear_relu against relu(linear(.)), and the seed network without grad.
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,20 +49,38 @@ struct Conv {
   int64_t groups = 1;
 };
 
-void compare(const Shape& xs, const Shape& ws, bool bias, Conv c, DType dt, bool nan = false) {
+// The name of the node that made y, looking through the casts autocast and the
+// bfloat16 path add around the op.
+std::string op_node(const Tensor& y) {
+  std::shared_ptr<Node> n = y.grad_fn();
+  while (n && std::string(n->name()) == "ToCopyBackward0" && !n->next.empty() && n->next[0].valid())
+    n = n->next[0].fn;
+  return n ? n->name() : "";
+}
+
+// dt: the tensors' dtype; autocast: run both sides under bfloat16 autocast.
+void compare(const Shape& xs, const Shape& ws, bool bias, Conv c, DType dt, bool nan = false, bool autocast = false) {
   Generator gen(11);
   Tensor x = randn(xs, {dt}, &gen), w = randn(ws, {dt}, &gen) * 0.3;
   if (nan) x.view({-1}).select(0, x.numel() / 2).fill_(NAN);
   Tensor b = bias ? randn({ws[0]}, {dt}, &gen) : Tensor();
+  auto under = [&](auto&& f) {
+    std::optional<nn::amp::AutocastGuard> guard;
+    if (autocast) guard.emplace(DeviceType::CPU, kBFloat16);
+    return f();
+  };
   auto fused = [&](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
-    return conv2d_relu_pool2x2(x_, w_, b_, c.stride, c.padding, c.dilation, c.groups);
+    return under([&] { return conv2d_relu_pool2x2(x_, w_, b_, c.stride, c.padding, c.dilation, c.groups); });
   };
   auto three = [&](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
-    return max_pool2d(conv2d(x_, w_, b_, c.stride, c.padding, c.dilation, c.groups).relu(), {2, 2}, {2, 2});
+    return under([&] {
+      return max_pool2d(conv2d(x_, w_, b_, c.stride, c.padding, c.dilation, c.groups).relu(), {2, 2}, {2, 2});
+    });
   };
   Tensor probe = three(x, w, b);
   Tensor gy = randn({probe.numel()}, {kFloat64}, &gen);
   const Run a = run(fused, x, w, b, gy), e = run(three, x, w, b, gy);
+  CHECK(op_node(a.y) == "Conv2dReluPoolBackward0");  // the fused pass ran
   CHECK(same_bits(a.y, e.y));
   CHECK(same_bits(a.gx, e.gx));
   CHECK(same_bits(a.gw, e.gw));
@@ -76,6 +97,22 @@ TEST_CASE("conv2d_relu_pool2x2 gives the bits of max_pool2d(relu(conv2d))", "[nn
     compare({2, 4, 9, 11}, {6, 2, 3, 2}, false, {{1, 1}, {1, 0}, {1, 2}, 2}, dt);  // odd output
     compare({2, 3, 13, 12}, {4, 3, 3, 3}, true, {{2, 2}, {1, 1}, {1, 1}, 1}, dt);  // stride 2
     compare({2, 2, 10, 10}, {3, 2, 3, 3}, true, {}, dt, /*nan=*/true);
+  }
+}
+
+// bfloat16: the values tie far more often than in float32 (8 significant bits), so
+// the seed network's layers at batch 8 hold many windows whose maximum is shared;
+// the fused pass must pick the position the bfloat16 max pool picks.
+TEST_CASE("conv2d_relu_pool2x2 in bfloat16 and under bfloat16 autocast gives the bits of the three ops",
+          "[nn][conv2d][amp]") {
+  for (bool autocast : {false, true}) {
+    const DType dt = autocast ? kFloat32 : kBFloat16;
+    INFO((autocast ? "float32 under bfloat16 autocast" : "bfloat16 tensors"));
+    compare({8, 1, 28, 28}, {6, 1, 5, 5}, true, {}, dt, false, autocast);     // the seed net's conv1
+    compare({8, 6, 12, 12}, {12, 6, 5, 5}, true, {}, dt, false, autocast);    // and conv2
+    compare({2, 4, 9, 11}, {6, 2, 3, 2}, false, {{1, 1}, {1, 0}, {1, 2}, 2}, dt, false, autocast);  // odd output
+    compare({2, 3, 13, 12}, {4, 3, 3, 3}, true, {{2, 2}, {1, 1}, {1, 1}, 1}, dt, false, autocast);  // stride 2
+    compare({2, 2, 10, 10}, {3, 2, 3, 3}, true, {}, dt, /*nan=*/true, autocast);
   }
 }
 
@@ -128,7 +165,7 @@ TEST_CASE("conv2d_relu_pool2x2 records one node on the CPU and none without grad
   CHECK_FALSE(conv2d_relu_pool2x2(x, w, Tensor()).grad_fn());
 }
 
-TEST_CASE("conv2d_relu_pool2x2 runs the three ops under autocast, in half types and below one window",
+TEST_CASE("conv2d_relu_pool2x2 runs the three ops in float16, for GEMM-sized bfloat16 layers and below one window",
           "[nn][conv2d]") {
   Generator gen(5);
   Tensor x = randn({2, 2, 8, 8}, {}, &gen), w = randn({3, 2, 3, 3}, {}, &gen), b = randn({3}, {}, &gen);
@@ -136,13 +173,19 @@ TEST_CASE("conv2d_relu_pool2x2 runs the three ops under autocast, in half types 
     return max_pool2d(conv2d(x_, w_, b_).relu(), {2, 2}, {2, 2});
   };
   {
-    nn::amp::AutocastGuard autocast(DeviceType::CPU);
+    nn::amp::AutocastGuard autocast(DeviceType::CPU, kFloat16);
     Tensor y = conv2d_relu_pool2x2(x, w, b);
-    CHECK(y.dtype() == kBFloat16);
+    CHECK(y.dtype() == kFloat16);
     CHECK(same_bits(y, three(x, w, b)));
   }
-  Tensor xh = x.to(kBFloat16), wh = w.to(kBFloat16), bh = b.to(kBFloat16);
-  CHECK(same_bits(conv2d_relu_pool2x2(xh, wh, bh), three(xh, wh, bh)));
+  Tensor xh = x.to(kFloat16).requires_grad_(), wh = w.to(kFloat16), bh = b.to(kFloat16);
+  Tensor yh = conv2d_relu_pool2x2(xh, wh, bh);
+  CHECK(op_node(yh) != "Conv2dReluPoolBackward0");
+  CHECK(same_bits(yh, three(xh, wh, bh)));
+  // 32 output channels of depth 64: a layer the bfloat16 GEMM serves where the CPU
+  // has vdpbf16ps, and then the three ops run on it (the float32 path otherwise).
+  Tensor xb = randn({2, 16, 6, 6}, {kBFloat16}, &gen), wb = randn({32, 16, 2, 2}, {kBFloat16}, &gen);
+  CHECK(same_bits(conv2d_relu_pool2x2(xb, wb, Tensor()), three(xb, wb, Tensor())));
   // A 1-row convolution output cannot be pooled: max_pool2d's error.
   CHECK_THROWS_MATCHES(conv2d_relu_pool2x2(randn({1, 2, 3, 8}), w, b), ShapeError,
                        Message("max_pool2d: output size is too small (0x3) for input [1, 3, 1, 6]"));
