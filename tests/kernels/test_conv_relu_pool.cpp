@@ -159,22 +159,31 @@ std::vector<Case> cases() {
   };
 }
 
-}  // namespace
-
-TEST_CASE("conv2d_relu_pool kernels match conv, ReLU and max pooling at every level", "[kernels][conv2d]") {
+// body(where) at every instruction-set level this CPU runs, on 1 and 2 threads;
+// `where` names the setting for INFO.
+template <class Body>
+void at_every_level(Body&& body) {
   ember::testing::IsaGuard guard;
   for (const char* level : {"generic", "avx2", "avx512"}) {
     if (!ember::cpu::set_isa(level)) continue;
     for (int threads : {1, 2}) {
       ember::set_num_threads(threads);
-      for (const Case& c : cases())
-        for (bool with_nan : {false, true}) {
-          INFO("level " << level << ", " << threads << " threads, " << c.name << (with_nan ? ", NaN inputs" : ""));
-          check<float>(c.s, with_nan, 7);
-          check<double>(c.s, with_nan, 8);
-        }
+      body(std::string("level ") + level + ", " + std::to_string(threads) + " threads");
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_relu_pool kernels match conv, ReLU and max pooling at every level", "[kernels][conv2d]") {
+  at_every_level([](const std::string& where) {
+    for (const Case& c : cases())
+      for (bool with_nan : {false, true}) {
+        INFO(where << ", " << c.name << (with_nan ? ", NaN inputs" : ""));
+        check<float>(c.s, with_nan, 7);
+        check<double>(c.s, with_nan, 8);
+      }
+  });
 }
 
 TEST_CASE("conv2d_relu_pool with no input channels gives relu of the bias", "[kernels][conv2d]") {
@@ -251,21 +260,17 @@ int64_t check_rounded(const Conv2dShape& s, bool with_nan, uint32_t seed) {
 }  // namespace
 
 TEST_CASE("conv2d_relu_pool rounds to bfloat16 before ReLU and pooling when asked", "[kernels][conv2d]") {
-  ember::testing::IsaGuard guard;
-  for (const char* level : {"generic", "avx2", "avx512"}) {
-    if (!ember::cpu::set_isa(level)) continue;
-    for (int threads : {1, 2}) {
-      ember::set_num_threads(threads);
-      int64_t ties = 0;
-      for (const Case& c : cases())
-        for (bool with_nan : {false, true}) {
-          INFO("level " << level << ", " << threads << " threads, " << c.name << (with_nan ? ", NaN inputs" : ""));
-          ties += check_rounded(c.s, with_nan, 9);
-        }
-      ties += check_rounded(shape(8, 1, 28, 28, 6, 5), false, 10);  // many windows: ties made by the rounding
-      CHECK(ties > 0);
-    }
-  }
+  at_every_level([](const std::string& where) {
+    int64_t ties = 0;
+    for (const Case& c : cases())
+      for (bool with_nan : {false, true}) {
+        INFO(where << ", " << c.name << (with_nan ? ", NaN inputs" : ""));
+        ties += check_rounded(c.s, with_nan, 9);
+      }
+    ties += check_rounded(shape(8, 1, 28, 28, 6, 5), false, 10);  // many windows: ties made by the rounding
+    INFO(where);
+    CHECK(ties > 0);
+  });
   std::vector<double> buf(64);
   std::vector<uint8_t> window(4);
   CHECK_THROWS_MATCHES(ember::cpu::conv2d_relu_pool_forward(DType::Float64, shape(1, 1, 4, 4, 1, 3), buf.data(),
