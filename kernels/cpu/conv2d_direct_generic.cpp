@@ -2,12 +2,12 @@
 // conv2d.cpp runs them when this level is active (see isa.h); the code is
 // conv2d_direct_impl.h and relu_pool_impl.h.
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "kernels/base/half.h"
 #include "kernels/cpu/conv2d_kernels.h"
 #include "kernels/cpu/isa.h"
 

@@ -60,13 +60,12 @@ struct PairLanes {
 // Bit 2 of a window byte: the pooled value is > 0, so its gradient passes.
 constexpr uint8_t kPasses = 4;
 
-// v rounded to the nearest bfloat16 (ties to even), as a float: the low 16 bits
-// rounded away on the integer bits; a NaN stays itself (the rounding could carry a
-// NaN whose payload is all in the low bits into infinity).
-inline float round_bf16(float v) {
-  const uint32_t b = std::bit_cast<uint32_t>(v);
-  return v != v ? v : std::bit_cast<float>((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
-}
+// v rounded to the nearest bfloat16 (ties to even), as a float: kernels/base/half.h's
+// conversion there and back. The vector version does its add-and-mask on every lane
+// and keeps a NaN as it is (the add could carry a NaN whose payload is all in the
+// low bits into infinity); only NaN-ness matters to the pooling, and the op's final
+// narrowing makes the same bfloat16 NaN of either.
+inline float round_bf16(float v) { return bfloat16_bits_to_float(float_to_bfloat16_bits(v)); }
 template <int B>
 auto round_bf16(typename Vec<float, B>::V v) {
   typedef uint32_t VU __attribute__((vector_size(B)));
