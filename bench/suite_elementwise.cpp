@@ -2,11 +2,15 @@
 // tensor, far past the caches) in GB/s against the copy bandwidth. `a + b` counts
 // 12 bytes per element (two reads, one write); in place and `out=` forms show the
 // cost of allocation separately; ReLU's backward counts its two reads and a write. exp, gelu, tanh, sigmoid and erf show where
-// arithmetic starts to cost (kernels/cpu/vmath.h; inputs in [0, 1)).
+// arithmetic starts to cost (kernels/cpu/vmath.h; inputs in [0, 1)). An Adam step
+// on one 16M-element parameter reads the parameter, its gradient and both moments
+// and writes three of them back: 28 bytes per element, two divisions and a square
+// root each.
 #include <string>
 
 #include "bench/suite_memory_bound.h"
 #include "ember.h"
+#include "nn/optim/optimizer.h"
 
 namespace ember::bench {
 namespace {
@@ -51,6 +55,11 @@ void run(const Options& opt, Report& report) {
   report_bandwidth(report, opt, "elementwise", "relu backward 16M bf16", 3 * 2.0 * n,
                    [&] { Tensor c = relu_backward(gb, yb); });
   report_bandwidth(report, opt, "elementwise", "to(bfloat16) 16M f32", 6.0 * n, [&] { Tensor c = a.to(kBFloat16); });
+  Tensor param = a.clone();
+  param.set_grad(b - 0.5);
+  nn::optim::Adam adam({param}, 1e-3);
+  adam.step();  // the moment buffers exist before the timing
+  report_bandwidth(report, opt, "elementwise", "adam step 16M f32", 7 * f32, [&] { adam.step(); });
 }
 
 }  // namespace
