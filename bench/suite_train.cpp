@@ -8,7 +8,9 @@
 // under autocast bfloat16 and backward/step through a GradScaler, as
 // train_fashion_mnist --amp bf16 runs it (train_epoch.cpp), next to PyTorch's epoch
 // under torch.autocast("cpu", dtype=torch.bfloat16); and the ratio of that epoch to
-// the float32 one on each side, since the AMP target is to beat float32.
+// the float32 one on each side, since the AMP target is to beat float32; for Ember
+// also that ratio from alternating 60-step chunks (alternating_amp_ratio), steadier
+// on a shared machine than two epochs taken seconds apart.
 //
 // Each case warms up on a throw-away model (a few batches), then times a fresh
 // model's first epoch, loss.item() read every step as a logging loop does. The
@@ -83,6 +85,34 @@ EpochResult run_epoch(const data::FashionMNIST& train_set, const data::FashionMN
   r.peak_rss = peak_rss_mib();
   r.accuracy = test_accuracy(*net, test_set);
   return r;
+}
+
+// The AMP / float32 ratio again, from short stretches of training that alternate:
+// kChunks chunks of kChunkSteps batch-100 steps each, float32 and AMP in turn on two
+// networks of the same seed, the median chunk of each. The epoch ratio divides two
+// best epochs taken seconds apart, and on a shared machine whose speed moves by 1.5x
+// within minutes that ratio swings by as much; chunks a fraction of a second apart
+// share their stretch of load.
+constexpr int kChunks = 10, kChunkSteps = 60;
+
+double alternating_amp_ratio(const data::FashionMNIST& train_set) {
+  const data::DataLoader::Options options{.batch_size = 100, .shuffle = true, .seed = 0};
+  data::DataLoader loader(train_set.images(), train_set.labels(), options);
+  manual_seed(0);
+  auto f32_net = std::make_shared<nn::Network>();
+  manual_seed(0);
+  auto amp_net = std::make_shared<nn::Network>();
+  nn::optim::Adam f32_opt(f32_net->parameters(), 0.01), amp_opt(amp_net->parameters(), 0.01);
+  std::vector<double> seconds[2];
+  for (int c = 0; c < kChunks; ++c)
+    for (int v = 0; v < 2; ++v) {
+      const auto t0 = Clock::now();
+      if (v == 0) train_pass(*f32_net, f32_opt, loader, kCPU, c, kChunkSteps, std::nullopt);
+      else train_pass(*amp_net, amp_opt, loader, kCPU, c, kChunkSteps, kBFloat16);
+      seconds[v].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+  for (auto& s : seconds) std::sort(s.begin(), s.end());
+  return seconds[1][kChunks / 2] / seconds[0][kChunks / 2];
 }
 
 // The load average over the last minute, printed beside each measurement: on a
@@ -194,6 +224,17 @@ void train_suite(const Options& opt, Report& report) {
     r.ember = ember[1].seconds / ember[0].seconds;
     r.peer_name = peer_name;
     if (peer_s[0] && peer_s[1]) r.peer = *peer_s[1] / *peer_s[0];
+    report.add(std::move(r));
+  }
+  {
+    const double ratio = alternating_amp_ratio(train_set);
+    std::printf("train: amp bf16 / f32 from %d alternating chunks of %d steps each (medians): %.2f (load %.2f)\n",
+                kChunks, kChunkSteps, ratio, load1());
+    Record r;
+    r.suite = "train";
+    r.case_name = "amp bf16 / f32 b=100, alternating steps";
+    r.unit = "ratio (lower is better)";
+    r.ember = ratio;
     report.add(std::move(r));
   }
   for (size_t i = 0; i < kCases; ++i) {
