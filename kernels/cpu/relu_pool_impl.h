@@ -70,9 +70,9 @@ template <int B>
 auto round_bf16(typename Vec<float, B>::V v) {
   typedef uint32_t VU __attribute__((vector_size(B)));
   using V = typename Vec<float, B>::V;
-  const VU b = reinterpret_cast<VU&>(v);
+  const VU b = (VU)v;  // a cast between vector types of one size keeps the bits
   const VU r = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
-  return v != v ? v : reinterpret_cast<const V&>(r);
+  return v != v ? v : (V)r;
 }
 
 // The scalar step both directions fall back to for the last pooled columns.
