@@ -32,11 +32,11 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
                                                   bool with_bias);
 
 // max_pool2d(relu(conv2d(x, weight, bias, ...)), {2, 2}) as one op. On the CPU in
-// float32 and float64 outside autocast the convolution's output is pooled image by
-// image as it is computed and never stored, and the node keeps one byte per pooled
-// value (its position in the window and whether it is > 0) instead of the
-// activations and 8-byte indices; anywhere else it runs the three ops. The values and gradients
-// are the same either way; grad_fn is Conv2dReluPoolBackward0 on the fused path.
+// float32, float64, bfloat16 and bfloat16 autocast the convolution's output is pooled
+// image by image as it is computed and never stored, and the node keeps one byte per
+// pooled value (its window position and whether it is > 0) instead of the activations
+// and 8-byte indices; elsewhere it runs the three ops (tensor/conv_relu_pool.cpp says
+// where). Values and gradients are the same either way; the fused node is Conv2dReluPool.
 Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride = {1, 1},
                            Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
 // The gradient (of `dtype`) of the convolution's output from the pooled gradient and
