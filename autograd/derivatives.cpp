@@ -279,12 +279,12 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
 
     // ---- layers (tensor/nn_ops.h) ----
     case OpId::Conv2d: return conv2d_grads(n, g, saved("x"), saved("weight"));
-    case OpId::Conv2dReluPool: {  // the Conv2d rule after the pooled gradient is spread back
-      Tensor x = saved("x"), w = saved("weight");
+    case OpId::Conv2dReluPool: {  // the Conv2d rule, reading the pooled gradient spread back
       const auto& c = n.attrs_as<Conv2dAttrs>();
-      const Tensor g_conv = conv2d_relu_pool2x2_backward(g, saved("window"), w.dtype(), x.shape(), w.shape(),
-                                                         c.stride, c.padding, c.dilation, c.groups);
-      return conv2d_grads(n, g_conv, x, w);
+      auto [gx, gw, gb] = conv2d_relu_pool2x2_backward(
+          g, saved("window"), saved("x"), saved("weight"), c.stride, c.padding, c.dilation, c.groups,
+          {n.next[0].valid(), n.next[1].valid(), c.has_bias && n.next[2].valid()});
+      return {gx, gw, gb};
     }
     case OpId::MaxPool2d: {
       const auto& p = n.attrs_as<MaxPool2dAttrs>();

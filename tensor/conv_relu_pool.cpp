@@ -2,7 +2,8 @@
 // network's convolution blocks. On the CPU in float32 and float64 it runs
 // kernels/cpu/conv2d's fused pass and records one node (saved: x, weight and a byte
 // per pooled value: its window position and whether it is > 0; attributes:
-// Conv2dAttrs), whose backward makes the convolution's output gradient in one pass.
+// Conv2dAttrs), whose backward spreads the pooled gradient inside the convolution's
+// gradient kernels.
 // The output itself is not saved, so it may be modified in place before backward,
 // as the three ops' output may.
 //
@@ -86,14 +87,27 @@ Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& 
   return fused(x.to(kFloat32), weight.to(kFloat32), b32, s, stride, padding, dilation, groups, true).to(kBFloat16);
 }
 
-Tensor conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& window, DType dtype, const Shape& x_shape,
-                                    const Shape& w_shape, Pair stride, Pair padding, Pair dilation, int64_t groups) {
-  const auto s = conv2d_shape(x_shape, w_shape, stride, padding, dilation, groups);
-  Tensor g = grad_y.to(dtype).contiguous();
-  Tensor grad_conv = empty({s.n, s.c_out, s.h_out, s.w_out}, {dtype, kCPU});
-  cpu::conv2d_relu_pool_backward(dtype, s, g.data_ptr(), window.contiguous().data_ptr<uint8_t>(),
-                                 grad_conv.data_ptr());
-  return grad_conv;
+std::tuple<Tensor, Tensor, Tensor> conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& window,
+                                                                const Tensor& x, const Tensor& weight, Pair stride,
+                                                                Pair padding, Pair dilation, int64_t groups,
+                                                                std::array<bool, 3> want) {
+  const DType dt = weight.dtype();
+  const auto s = conv2d_shape(x.shape(), weight.shape(), stride, padding, dilation, groups);
+  const Tensor g = grad_y.to(dt).contiguous(), win = window.contiguous();
+  Tensor gx, gw, gb;
+  if (want[0]) {
+    gx = empty(x.shape(), {dt, kCPU});
+    cpu::conv2d_relu_pool_backward_input(dt, s, g.data_ptr(), win.data_ptr<uint8_t>(), weight.contiguous().data_ptr(),
+                                         gx.data_ptr());
+  }
+  if (want[1] || want[2]) {
+    gw = empty(weight.shape(), {dt, kCPU});
+    if (want[2]) gb = empty({s.c_out}, {dt, kCPU});
+    cpu::conv2d_relu_pool_backward_weight(dt, s, g.data_ptr(), win.data_ptr<uint8_t>(), x.contiguous().data_ptr(),
+                                          gw.data_ptr(), gb.defined() ? gb.data_ptr() : nullptr);
+    if (!want[1]) gw = Tensor();
+  }
+  return {gx, gw, gb};
 }
 
 }  // namespace ember

@@ -39,10 +39,15 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
 // where). Values and gradients are the same either way; the fused node is Conv2dReluPool.
 Tensor conv2d_relu_pool2x2(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride = {1, 1},
                            Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
-// The gradient (of `dtype`) of the convolution's output from the pooled gradient and
-// the window bytes the forward saved.
-Tensor conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& window, DType dtype, const Shape& x_shape,
-                                    const Shape& w_shape, Pair stride, Pair padding, Pair dilation, int64_t groups);
+// The fused node's gradients (grad_x, grad_weight, grad_bias) from the pooled
+// gradient and what the forward saved: x, the weight (both float32 or float64) and
+// the window bytes. want[i] says which to make; the others come back undefined. The
+// convolution's full-size output gradient is made image by image inside the
+// convolution kernels, never stored whole (kernels/cpu/conv2d.h).
+std::tuple<Tensor, Tensor, Tensor> conv2d_relu_pool2x2_backward(const Tensor& grad_y, const Tensor& window,
+                                                                const Tensor& x, const Tensor& weight, Pair stride,
+                                                                Pair padding, Pair dilation, int64_t groups,
+                                                                std::array<bool, 3> want);
 
 // ReLU's gradient from its saved output y: grad_y where y > 0, else 0 (PyTorch's
 // threshold_backward at 0, so a NaN or Inf gradient where y <= 0 gives 0). One pass

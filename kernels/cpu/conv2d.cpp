@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "kernels/base/error.h"
 #include "kernels/base/parallel.h"
@@ -176,8 +177,18 @@ void relu_pool_backward_impl(const Conv2dShape& s, const T* gy, const uint8_t* w
   });
 }
 
+// The fused block's backward for the im2col path, whose kernels read a stored
+// output gradient: the pooled gradient spread into one first.
 template <class T>
-void backward_input_impl(const Conv2dShape& s, const T* gy, const T* w, T* gx) {
+std::vector<T> unpooled(const Conv2dShape& s, const T* gy, const uint8_t* window) {
+  std::vector<T> g(size_t(s.n * s.c_out * s.h_out * s.w_out));
+  relu_pool_backward_impl(s, gy, window, g.data());
+  return g;
+}
+
+// window (nullable): gy is the fused block's pooled gradient (Args::gy_window).
+template <class T>
+void backward_input_impl(const Conv2dShape& s, const T* gy, const T* w, T* gx, const uint8_t* window = nullptr) {
   const Conv2dDims d(s);
   if (s.n <= 0 || d.x_img <= 0) return;
   if (s.c_out <= 0 || d.P <= 0) {
@@ -185,16 +196,19 @@ void backward_input_impl(const Conv2dShape& s, const T* gy, const T* w, T* gx) {
     return;
   }
   const bool direct = is_direct(s);
+  if (window && !direct) return backward_input_impl(s, unpooled(s, gy, window).data(), w, gx);
   const Direct v = direct ? Direct(s, d, true) : Direct();
   const Kernels<T>& k = kernels_for<T>(s);
-  const Args<T> a{&s, &d, &v, nullptr, w, nullptr, gy, gx};
+  Args<T> a{&s, &d, &v, nullptr, w, nullptr, gy, gx};
+  a.gy_window = window;
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
   for_ranges<T>(s.n, nt, k.backward_input_scratch(a),
                 [&](int64_t lo, int64_t hi, T* ws) { k.backward_input(a, lo, hi, ws); });
 }
 
 template <class T>
-void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, T* gb) {
+void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, T* gb,
+                          const uint8_t* window = nullptr) {
   const Conv2dDims d(s);
   const int64_t w_elems = s.c_out * d.K;
   if (s.n <= 0 || d.P <= 0 || s.c_out <= 0) {
@@ -203,9 +217,11 @@ void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, 
     return;
   }
   const bool direct = is_direct(s);
+  if (window && !direct) return backward_weight_impl(s, unpooled(s, gy, window).data(), x, gw, gb);
   const Direct v = direct ? Direct(s, d, false) : Direct();
   const Kernels<T>& k = kernels_for<T>(s);
-  const Args<T> a{&s, &d, &v, x, nullptr, nullptr, gy, nullptr};
+  Args<T> a{&s, &d, &v, x, nullptr, nullptr, gy, nullptr};
+  a.gy_window = window;
   // The batch is cut into ranges fixed by the shape, never by the thread count:
   // each range sums its images into its own partial dW and db, and the partials
   // are added in range order. So the gradient has the same bits on 1 thread or 64,
@@ -296,6 +312,22 @@ void conv2d_relu_pool_backward(DType dt, const Conv2dShape& s, const void* grad_
   conv2d_detail::float_types(dt, "conv2d_relu_pool_backward", [&]<class T>() {
     conv2d_detail::relu_pool_backward_impl<T>(s, static_cast<const T*>(grad_y), window,
                                               static_cast<T*>(grad_conv));
+  });
+}
+
+void conv2d_relu_pool_backward_input(DType dt, const Conv2dShape& s, const void* grad_y, const uint8_t* window,
+                                     const void* weight, void* grad_x) {
+  conv2d_detail::float_types(dt, "conv2d_relu_pool_backward_input", [&]<class T>() {
+    conv2d_detail::backward_input_impl<T>(s, static_cast<const T*>(grad_y), static_cast<const T*>(weight),
+                                          static_cast<T*>(grad_x), window);
+  });
+}
+
+void conv2d_relu_pool_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const uint8_t* window,
+                                      const void* x, void* grad_weight, void* grad_bias) {
+  conv2d_detail::float_types(dt, "conv2d_relu_pool_backward_weight", [&]<class T>() {
+    conv2d_detail::backward_weight_impl<T>(s, static_cast<const T*>(grad_y), static_cast<const T*>(x),
+                                           static_cast<T*>(grad_weight), static_cast<T*>(grad_bias), window);
   });
 }
 

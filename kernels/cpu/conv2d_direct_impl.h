@@ -233,6 +233,20 @@ void spread_rows(const Conv2dShape& s, const Direct& v, const T* gy, int64_t row
 template <class T>
 void relu_pool_forward_planes(const T* conv, int64_t planes, int64_t plane_stride, int64_t row_stride,
                               int64_t h_out, int64_t w_out, T* y, uint8_t* window, bool round_bf16);
+template <class T>
+void spread_pooled_rows(const Conv2dShape& s, const Direct& v, const T* gy, const uint8_t* window, int64_t rows,
+                        T* dst, int64_t ld);
+
+// Channels [c0, c0 + rows) of image i's output gradient on the virtual grid, as
+// spread_rows lays them out: read from gy, or, for the fused block's backward
+// (a.gy_window set), made from the pooled gradient and its window bytes.
+template <class T>
+void gy_rows(const Args<T>& a, int64_t i, int64_t c0, int64_t rows, T* dst, int64_t ld) {
+  const Conv2dShape& s = *a.s;
+  if (!a.gy_window) return spread_rows(s, *a.v, a.gy + i * a.d->y_img + c0 * a.d->P, rows, dst, ld);
+  const int64_t pooled = (s.h_out / 2) * (s.w_out / 2), o = (i * s.c_out + c0) * pooled;
+  spread_pooled_rows(s, *a.v, a.gy + o, a.gy_window + o, rows, dst, ld);
+}
 
 // Forward, images [lo, hi). Every panel, the last one included, reads x in place:
 // the last reads up to NR - nb elements past the grid's last position, which are
@@ -333,7 +347,7 @@ void backward_input_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
     T* gx = v.padded ? gp : gxi;
     zero_n(gx, s.c_in * v.plane);
     for (int64_t g = 0; g < d.G; ++g) {
-      spread_rows(s, v, a.gy + i * d.y_img + g * d.cog * d.P, d.cog, gyv, Pr);
+      gy_rows(a, i, g * d.cog, d.cog, gyv, Pr);
       T* gxg = gx + g * d.cig * v.plane;
       for (int64_t p0 = 0; p0 < v.Pv; p0 += NR) {
         const int64_t nb = std::min(NR, v.Pv - p0);
@@ -492,7 +506,7 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
       for (int64_t g = 0; g < d.G; ++g) {
         if (!group_is_mine(g)) continue;
         T* rows = gyv + g * l.Cp * l.Pw;
-        spread_rows(s, v, a.gy + (i0 + m) * d.y_img + g * d.cog * d.P, d.cog, rows, l.Pw);
+        gy_rows(a, i0 + m, g * d.cog, d.cog, rows, l.Pw);
         zero_n(rows + d.cog * l.Pw, (l.Cp - d.cog) * l.Pw);
         if (pb)
           for (int64_t co = 0; co < d.cog; ++co) {

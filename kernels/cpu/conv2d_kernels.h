@@ -71,6 +71,11 @@ struct Args {
   // With relu_pool, float only: each output rounded to bfloat16 before ReLU and
   // pooling (autocast's bfloat16 block, tensor/conv_relu_pool.cpp).
   bool round_bf16 = false;
+  // Gradients of the direct kernels only: when set, gy is the pooled gradient of the
+  // fused forward ([n][c_out][h_out/2][w_out/2]) and these its window bytes; the
+  // kernels spread it back (ReLU's mask, each window's position) as they read it,
+  // so the convolution's full-size output gradient is never stored.
+  const uint8_t* gy_window = nullptr;
 };
 
 // One path's kernels for one dtype. Each runs single-threaded over images [lo, hi)

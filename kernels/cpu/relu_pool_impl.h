@@ -208,6 +208,30 @@ void relu_pool_backward_planes(const T* gy, const uint8_t* window, int64_t plane
   }
 }
 
+// spread_rows (conv2d_direct_impl.h) for the fused block's backward: rows
+// channels of the convolution's output gradient made from the pooled gradient gy
+// and its window bytes ([rows][h_out/2][w_out/2]) straight onto the virtual grid
+// (row oy at oy*Wv of each dst row of ld >= Pv, zeros elsewhere). The values are
+// relu_pool_backward_planes' exactly; only the full-size plane is never stored.
+template <class T>
+void spread_pooled_rows(const Conv2dShape& s, const Direct& v, const T* gy, const uint8_t* window, int64_t rows,
+                        T* dst, int64_t ld) {
+  const int64_t ph = s.h_out / 2, pw = s.w_out / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    T* d = dst + r * ld;
+    for (int64_t oy = 0; oy < s.h_out; ++oy) {
+      T* row = d + oy * v.Wv;
+      if (oy % 2 == 0 && oy / 2 < ph) {
+        const int64_t o = (r * ph + oy / 2) * pw;
+        relu_pool_grad_row<T, kBytes>(gy + o, window + o, row, row + v.Wv, pw);
+      }
+      const int64_t done = oy / 2 < ph ? 2 * pw : 0;  // an odd last row or column gets 0
+      zero_n(row + done, std::min(v.Wv - done, ld - oy * v.Wv - done));
+    }
+    zero_n(d + v.Pv, ld - v.Pv);
+  }
+}
+
 template <class T>
 constexpr ReluPool<T> relu_pool_table() {
   return {relu_pool_forward_planes<T>, relu_pool_backward_planes<T>};

@@ -1,5 +1,5 @@
 // The fused convolution + ReLU + 2x2 max-pool kernels (kernels/cpu/conv2d.h,
-// conv2d_relu_pool_forward and _backward) against the definitions in float64: a
+// conv2d_relu_pool_forward, _backward, _backward_input and _backward_weight) against the definitions in float64: a
 // loop over every term of the convolution, ReLU, then PyTorch's max pooling (the
 // first largest value of the window in row-major order, or the last NaN). Every
 // instruction-set level, one thread and two, float32 and float64, the stride-1
@@ -139,6 +139,22 @@ void check(const Conv2dShape& s, bool with_nan, uint32_t seed) {
   int64_t bad_grad = 0;
   for (size_t i = 0; i < full; ++i) bad_grad += std::memcmp(&gconv[i], &want[i], sizeof(T)) != 0;
   CHECK(bad_grad == 0);
+
+  // The convolution's gradients read from the pooled gradient (the spread made
+  // inside the kernels) have the bits of the convolution's own backward kernels
+  // (test_conv2d.cpp checks those against float64) run on the spread gradient.
+  const size_t xn = xt.size(), wn = wt.size(), bn = bt.size();
+  std::vector<T> gx(xn, T(-7)), gx_want(xn, T(-5)), gw(wn, T(-7)), gw_want(wn, T(-5)), gb(bn, T(-7)),
+      gb_want(bn, T(-5)), gw_only(wn, T(-3));
+  ember::cpu::conv2d_backward_input(dt, s, gconv.data(), wt.data(), gx_want.data());
+  ember::cpu::conv2d_backward_weight(dt, s, gconv.data(), xt.data(), gw_want.data(), gb_want.data());
+  ember::cpu::conv2d_relu_pool_backward_input(dt, s, gy.data(), window.data(), wt.data(), gx.data());
+  ember::cpu::conv2d_relu_pool_backward_weight(dt, s, gy.data(), window.data(), xt.data(), gw.data(), gb.data());
+  ember::cpu::conv2d_relu_pool_backward_weight(dt, s, gy.data(), window.data(), xt.data(), gw_only.data(), nullptr);
+  CHECK(std::memcmp(gx.data(), gx_want.data(), xn * sizeof(T)) == 0);
+  CHECK(std::memcmp(gw.data(), gw_want.data(), wn * sizeof(T)) == 0);
+  CHECK(std::memcmp(gb.data(), gb_want.data(), bn * sizeof(T)) == 0);
+  CHECK(std::memcmp(gw_only.data(), gw_want.data(), wn * sizeof(T)) == 0);
 }
 
 struct Case {
@@ -150,6 +166,7 @@ std::vector<Case> cases() {
   return {
       {"net conv1, batch 1", shape(1, 1, 28, 28, 6, 5)},
       {"net conv2, batch 3", shape(3, 6, 12, 12, 12, 5)},
+      {"net conv2, batch 40 (two weight-gradient ranges, a team of threads)", shape(40, 6, 12, 12, 12, 5)},
       {"odd output 7x9, padding 1 (a row and a column dropped)", shape(2, 2, 7, 9, 3, 3, 1, 1)},
       {"wide rows: 70 columns, every vector width in the tail", shape(1, 2, 5, 72, 2, 3)},
       {"dilation 2, groups 2", shape(2, 4, 11, 12, 4, 3, 1, 0, 2, 2)},
@@ -201,6 +218,12 @@ TEST_CASE("conv2d_relu_pool kernels refuse other dtypes", "[kernels][conv2d]") {
   std::vector<uint8_t> window(4);
   CHECK_THROWS_AS(ember::cpu::conv2d_relu_pool_forward(DType::Float16, s, buf.data(), buf.data(), nullptr,
                                                        buf.data(), window.data()),
+                  ember::NotImplementedError);
+  CHECK_THROWS_AS(ember::cpu::conv2d_relu_pool_backward_input(DType::Float16, s, buf.data(), window.data(),
+                                                              buf.data(), buf.data()),
+                  ember::NotImplementedError);
+  CHECK_THROWS_AS(ember::cpu::conv2d_relu_pool_backward_weight(DType::BFloat16, s, buf.data(), window.data(),
+                                                               buf.data(), buf.data(), nullptr),
                   ember::NotImplementedError);
 }
 
