@@ -26,10 +26,23 @@ namespace ember::cpu {
 namespace gemm_detail {
 namespace {
 
-// Below this many multiply-adds one thread finishes before a team would wake up:
-// on the 2-core Zen 5 development machine two threads lost up to 56^3 and won
-// from 64^3 on, even with the team already awake.
+// Below this many multiply-adds a matrix is too small to thread on its own: a batch
+// of them goes over the team by matrices (gemm_batched), and the few-rows path takes
+// products of up to 4x this much per row. (Measured with the team already awake, two
+// threads lost up to 56^3 and won from 64^3 on; kTeamWork below is the threshold
+// that held up in a training step.)
 constexpr double kSerialWork = 60.0 * 60 * 60;
+
+// A packed product is split over a team only from this many multiply-adds (about
+// 160^3). Timed alone on the 2 shared cores (OMP_WAIT_POLICY=passive, best of 200),
+// two threads gained nothing below it: 100x120x192, the seed network's fc1, 27.5 us
+// on one thread and 27.7 on two; 128^3 21.1 and 24.5; 160^3 38.5 and 41.4; 192^3 66.0
+// and 55.7. Inside a training step the split also cost its consumers: the half of a
+// weight gradient written on the other core made the Adam step that reads it 2x
+// slower (70 against 32 us), and with the seed network's GEMMs on one thread a
+// batch-100 step took 1027-1057 us against 1068-1116 (active wait policy; passive
+// 1181-1200 against 1261-1299).
+constexpr double kTeamWork = 4.0e6;
 
 int64_t clock_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -408,7 +421,7 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
   const Problem p{m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs};
 
   int nt = 1;
-  if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kSerialWork &&
+  if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kTeamWork &&
       team_health.threads_ok()) {
     nt = get_num_threads();
     const int64_t tiles = cdiv(m, kern.mr) * cdiv(n, kern.nr);

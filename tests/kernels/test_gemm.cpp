@@ -323,8 +323,8 @@ TEMPLATE_TEST_CASE("gemm_batched matches gemm on each matrix", "[gemm]", float, 
   // B across the batch, as a layer's weight is.
   struct Shape { int64_t batch, m, n, k; bool shared_b; };
   for (Shape s : {Shape{16, 20, 20, 20, false}, Shape{16, 7, 5, 3, true},
-                  Shape{4, 70, 80, 90, false}, Shape{3, 70, 80, 90, false},
-                  Shape{3, 70, 80, 90, true}}) {
+                  Shape{4, 70, 80, 90, false}, Shape{3, 170, 160, 150, false},
+                  Shape{3, 170, 160, 150, true}}) {
     INFO("batch " << s.batch << " of " << s.m << "x" << s.n << "x" << s.k
                   << (s.shared_b ? " shared B" : ""));
     const int64_t a_bs = s.m * s.k, b_bs = s.shared_b ? 0 : s.k * s.n, c_bs = s.m * s.n;
