@@ -36,6 +36,7 @@ struct PairLanes {
   static constexpr int L = B / int(sizeof(T));
   using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
   typedef I VI __attribute__((vector_size(B)));
+  typedef uint8_t VB __attribute__((vector_size(L)));  // one window byte per lane
   typedef T V __attribute__((vector_size(B)));
   using Idx = std::make_index_sequence<size_t(L)>;
   template <size_t... J>
@@ -50,6 +51,17 @@ struct PairLanes {
   template <size_t... J>
   static V high(V a, V b, std::index_sequence<J...>) {
     return __builtin_shufflevector(a, b, int(J % 2 ? L + L / 2 + J / 2 : L / 2 + J / 2)...);
+  }
+  // L window bytes to and from lanes, as one narrowing or widening instruction
+  // (vpmovdb, vpmovzxbd) instead of L scalar moves.
+  static void store_bytes(uint8_t* p, VI k) {
+    const VB b = __builtin_convertvector(k, VB);
+    __builtin_memcpy(p, &b, sizeof(VB));
+  }
+  static VI load_bytes(const uint8_t* p) {
+    VB b;
+    __builtin_memcpy(&b, p, sizeof(VB));
+    return __builtin_convertvector(b, VI);
   }
   static V even(V a, V b) { return even(a, b, Idx{}); }
   static V odd(V a, V b) { return odd(a, b, Idx{}); }
@@ -120,7 +132,7 @@ void relu_pool_row(const T* r0, const T* r1, T* y, uint8_t* win, int64_t n) {
       S::store(y + j, (passes | (m != m)) ? m : V{});
       if (win) {
         k |= passes & (VI{} + kPasses);
-        for (int i = 0; i < L; ++i) win[j + i] = uint8_t(k[i]);
+        P::store_bytes(win + j, k);
       }
     }
   }
@@ -168,8 +180,7 @@ void relu_pool_grad_row(const T* gy, const uint8_t* win, T* g0, T* g1, int64_t n
   int64_t j = 0;
   if constexpr (L >= 2) {
     for (; j + L <= n; j += L) {
-      VI w;
-      for (int i = 0; i < L; ++i) w[i] = win[j + i];
+      const VI w = P::load_bytes(win + j);
       const V g = (w & kPasses) != 0 ? S::load(gy + j) + V{} : V{};
       const VI k = w & 3;
       const V v0 = k == 0 ? g : V{}, v1 = k == 1 ? g : V{}, v2 = k == 2 ? g : V{}, v3 = k == 3 ? g : V{};
