@@ -52,11 +52,13 @@ void strided_range(const StridedLoop& L, int64_t begin, int64_t end, Body& body)
   }
 }
 
+// Below `grain` elements the loop stays on the calling thread (cheap bodies, such
+// as copy_loop's, pass a larger one).
 template <int N, class Body>
-void strided_for(const StridedLoop& L, Body&& body) {
+void strided_for(const StridedLoop& L, Body&& body, int64_t grain = kParallelGrain) {
   if (L.numel <= 0) return;
   const int threads = get_num_threads();
-  if (threads <= 1 || L.numel < kParallelGrain) {
+  if (threads <= 1 || L.numel < grain) {
     strided_range<N>(L, 0, L.numel, body);
     return;
   }
