@@ -7,8 +7,8 @@
 // run of consecutive p' is a run of consecutive input. The register tiles read the
 // input in place: the forward tile keeps up to 12 output channels x 32 pixels (two
 // AVX-512 vectors) and walks k, the input-gradient tile keeps taps x pixels and walks
-// c_out, the weight-gradient tile is a dot product over pixels (3 channels x 6
-// taps). Positions with ox >= w_out are padding columns of that grid: the forward
+// c_out, the weight-gradient tile is a dot product over pixels (3 channels x 5
+// taps, which divide a 5x5 kernel's taps). Positions with ox >= w_out are padding columns of that grid: the forward
 // pass computes and drops them, the gradients see zeros of gy there (so an Inf or
 // NaN in x or the weight, which already makes the gradients non-finite, can reach a
 // few more of their entries than a direct sum would).
@@ -49,7 +49,7 @@ struct Tiles {
   static constexpr int L = Vec<T>::L;
   static constexpr int NV = 2, NR = NV * L;
   static constexpr int MR = kBytes == 64 ? 12 : 6;
-  static constexpr int RC = kBytes == 64 ? 3 : 2, RK = kBytes == 64 ? 6 : 4;
+  static constexpr int RC = kBytes == 64 ? 3 : 2, RK = kBytes == 64 ? 5 : 4;
 };
 
 // Row copies and fills, in vectors of halving width for the tail. The empty asm makes
