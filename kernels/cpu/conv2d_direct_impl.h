@@ -220,12 +220,12 @@ void spread_rows(const Conv2dShape& s, const Direct& v, const T* gy, int64_t row
                  int64_t ld) {
   const int64_t P = s.h_out * s.w_out;
   for (int64_t r = 0; r < rows; ++r) {
+    // Zeroed whole in wide stores, then the rows copied over it: cheaper than a
+    // short zeroing call after every row when rows are a few dozen elements.
     T* d = dst + r * ld;
-    for (int64_t oy = 0; oy < s.h_out; ++oy) {
-      copy_n(d + oy * v.Wv, gy + r * P + oy * s.w_out, s.w_out);
-      zero_n(d + oy * v.Wv + s.w_out, std::min(v.Wv - s.w_out, ld - oy * v.Wv - s.w_out));
-    }
-    zero_n(d + v.Pv, ld - v.Pv);
+    if (v.Wv > s.w_out) zero_n(d, ld);
+    else zero_n(d + v.Pv, ld - v.Pv);
+    for (int64_t oy = 0; oy < s.h_out; ++oy) copy_n(d + oy * v.Wv, gy + r * P + oy * s.w_out, s.w_out);
   }
 }
 

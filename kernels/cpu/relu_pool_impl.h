@@ -229,17 +229,16 @@ void spread_pooled_rows(const Conv2dShape& s, const Direct& v, const T* gy, cons
                         T* dst, int64_t ld) {
   const int64_t ph = s.h_out / 2, pw = s.w_out / 2;
   for (int64_t r = 0; r < rows; ++r) {
+    // The whole row zeroed in wide stores first (the grid's padding columns, an odd
+    // last row or column), then each pair of conv rows written over it: cheaper
+    // than a short zeroing call per conv row (the seed net's conv1 has 24 of them).
     T* d = dst + r * ld;
-    for (int64_t oy = 0; oy < s.h_out; ++oy) {
-      T* row = d + oy * v.Wv;
-      if (oy % 2 == 0 && oy / 2 < ph) {
-        const int64_t o = (r * ph + oy / 2) * pw;
-        relu_pool_grad_row<T, kBytes>(gy + o, window + o, row, row + v.Wv, pw);
-      }
-      const int64_t done = oy / 2 < ph ? 2 * pw : 0;  // an odd last row or column gets 0
-      zero_n(row + done, std::min(v.Wv - done, ld - oy * v.Wv - done));
+    zero_n(d, ld);
+    for (int64_t py = 0; py < ph; ++py) {
+      const int64_t o = (r * ph + py) * pw;
+      T* row = d + 2 * py * v.Wv;
+      relu_pool_grad_row<T, kBytes>(gy + o, window + o, row, row + v.Wv, pw);
     }
-    zero_n(d + v.Pv, ld - v.Pv);
   }
 }
 
