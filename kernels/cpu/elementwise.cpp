@@ -195,17 +195,17 @@ bool copy_transposed_blocks(const StridedLoop& L, int64_t outer, int64_t R, int6
     // Streaming stores (transpose.h) when the output is larger than the caches
     // (16 MiB, as for softmax) and its block rows are line-aligned.
     const bool big = L.numel * 4 >= (int64_t(16) << 20) && out_ld % 16 == 0;
-#pragma omp parallel for num_threads(get_num_threads()) collapse(2) schedule(static) if (L.numel >= kParallelGrain)
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t b = 0; b < bands; ++b) {
-        int64_t off_out, off_in;
-        matrix_offsets(L, o, off_out, off_in);
-        const int64_t j0 = b * kBand;
-        char* out = L.data[0] + off_out + j0 * 4;
-        const char* in = L.data[1] + off_in + j0 * is_j;
-        t32(in, in_ld, out, out_ld, R16, std::min(kBand, C16 - j0),
-            big && reinterpret_cast<uintptr_t>(out) % 64 == 0);
-      }
+    // parallel_rows over (matrix, band) pairs: below the grain no OpenMP region.
+    parallel_rows(outer * bands, L.numel >= kParallelGrain, [&](int64_t ob) {
+      const int64_t o = ob / bands, b = ob % bands;
+      int64_t off_out, off_in;
+      matrix_offsets(L, o, off_out, off_in);
+      const int64_t j0 = b * kBand;
+      char* out = L.data[0] + off_out + j0 * 4;
+      const char* in = L.data[1] + off_in + j0 * is_j;
+      t32(in, in_ld, out, out_ld, R16, std::min(kBand, C16 - j0),
+          big && reinterpret_cast<uintptr_t>(out) % 64 == 0);
+    });
     for (int64_t o = 0; o < outer; ++o) {
       int64_t off_out, off_in;
       matrix_offsets(L, o, off_out, off_in);
@@ -242,25 +242,24 @@ bool copy_transposed(const StridedLoop& L) {
   const int64_t R = L.sizes[nd - 2], C = L.sizes[nd - 1];
   const int64_t outer = L.numel / (R * C), tiles_r = (R + T - 1) / T, tiles_c = (C + T - 1) / T;
   if (copy_transposed_blocks<D, S>(L, outer, R, C)) return true;
-#pragma omp parallel for num_threads(get_num_threads()) collapse(2) schedule(static) if (L.numel >= kParallelGrain)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t tr = 0; tr < tiles_r; ++tr) {
-      int64_t off_out, off_in;
-      matrix_offsets(L, o, off_out, off_in);
-      const int64_t i0 = tr * T, i1 = std::min(R, i0 + T);
-      alignas(64) D tile[T][T];  // tile[j - j0][i - i0]
-      for (int64_t tc = 0; tc < tiles_c; ++tc) {
-        const int64_t j0 = tc * T, j1 = std::min(C, j0 + T);
-        for (int64_t j = j0; j < j1; ++j) {
-          const S* in = reinterpret_cast<const S*>(L.data[1] + off_in + j * is_j) + i0;
-          for (int64_t i = 0; i < i1 - i0; ++i) tile[j - j0][i] = convert<D>(in[i]);
-        }
-        for (int64_t i = i0; i < i1; ++i) {
-          D* out = reinterpret_cast<D*>(L.data[0] + off_out + i * os_i) + j0;
-          for (int64_t j = 0; j < j1 - j0; ++j) out[j] = tile[j][i - i0];
-        }
+  parallel_rows(outer * tiles_r, L.numel >= kParallelGrain, [&](int64_t otr) {
+    const int64_t o = otr / tiles_r, tr = otr % tiles_r;
+    int64_t off_out, off_in;
+    matrix_offsets(L, o, off_out, off_in);
+    const int64_t i0 = tr * T, i1 = std::min(R, i0 + T);
+    alignas(64) D tile[T][T];  // tile[j - j0][i - i0]
+    for (int64_t tc = 0; tc < tiles_c; ++tc) {
+      const int64_t j0 = tc * T, j1 = std::min(C, j0 + T);
+      for (int64_t j = j0; j < j1; ++j) {
+        const S* in = reinterpret_cast<const S*>(L.data[1] + off_in + j * is_j) + i0;
+        for (int64_t i = 0; i < i1 - i0; ++i) tile[j - j0][i] = convert<D>(in[i]);
+      }
+      for (int64_t i = i0; i < i1; ++i) {
+        D* out = reinterpret_cast<D*>(L.data[0] + off_out + i * os_i) + j0;
+        for (int64_t j = 0; j < j1 - j0; ++j) out[j] = tile[j][i - i0];
       }
     }
+  });
   return true;
 }
 

@@ -15,17 +15,17 @@ void gemm_integer(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k,
       const T* A = static_cast<const T*>(a);
       const T* B = static_cast<const T*>(b);
       T* C = static_cast<T*>(c);
-#pragma omp parallel for num_threads(get_num_threads()) collapse(2) schedule(static) if (batch * m * n * k >= kParallelGrain)
-      for (int64_t p = 0; p < batch; ++p)
-        for (int64_t i = 0; i < m; ++i) {
-          T* crow = C + p * c_bs + i * c_rs;
-          for (int64_t j = 0; j < n; ++j) crow[j * c_cs] = 0;
-          for (int64_t q = 0; q < k; ++q) {
-            const T av = A[p * a_bs + i * a_rs + q * a_cs];
-            const T* brow = B + p * b_bs + q * b_rs;
-            for (int64_t j = 0; j < n; ++j) crow[j * c_cs] = static_cast<T>(crow[j * c_cs] + av * brow[j * b_cs]);
-          }
+      // One row of C per item (parallel_rows: no OpenMP region below the grain).
+      parallel_rows(batch * m, batch * m * n * k >= kParallelGrain, [&](int64_t row) {
+        const int64_t p = row / m, i = row % m;
+        T* crow = C + p * c_bs + i * c_rs;
+        for (int64_t j = 0; j < n; ++j) crow[j * c_cs] = 0;
+        for (int64_t q = 0; q < k; ++q) {
+          const T av = A[p * a_bs + i * a_rs + q * a_cs];
+          const T* brow = B + p * b_bs + q * b_rs;
+          for (int64_t j = 0; j < n; ++j) crow[j * c_cs] = static_cast<T>(crow[j * c_cs] + av * brow[j * b_cs]);
         }
+      });
     }
   });
 }

@@ -86,8 +86,7 @@ template <class T>
 void backward_params(int64_t rows, int64_t n, const T* g, const T* x, const T* mean, const T* rstd, T* gw, T* gb) {
   constexpr int64_t kCols = 64;
   const int64_t blocks = (n + kCols - 1) / kCols;
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (rows * n >= kParallelGrain)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
+  parallel_rows(blocks, rows * n >= kParallelGrain, [&](int64_t blk) {
     const int64_t c0 = blk * kCols, c1 = std::min(n, c0 + kCols);
     T sw[kCols] = {}, sb[kCols] = {};
     for (int64_t r = 0; r < rows; ++r) {
@@ -103,7 +102,7 @@ void backward_params(int64_t rows, int64_t n, const T* g, const T* x, const T* m
       if (gw) gw[j] = sw[j - c0];
       if (gb) gb[j] = sb[j - c0];
     }
-  }
+  });
 }
 
 template <class F>
