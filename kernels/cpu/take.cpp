@@ -35,9 +35,7 @@ void scatter_add(int64_t outer, int64_t size, int64_t inner, const int64_t* inde
   // enough items to spread over the threads.
   constexpr int64_t kCols = 64;
   const int64_t blocks = (inner + kCols - 1) / kCols, items = outer * blocks;
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) \
-    if (outer * n_index * inner >= kParallelGrain)
-  for (int64_t w = 0; w < items; ++w) {
+  parallel_rows(items, outer * n_index * inner >= kParallelGrain, [&](int64_t w) {
     const int64_t o = w / blocks, c0 = (w % blocks) * kCols, c1 = std::min(inner, c0 + kCols);
     T* base = gx + o * size * inner;
     for (int64_t s = 0; s < size; ++s) std::fill(base + s * inner + c0, base + s * inner + c1, T(0));
@@ -47,7 +45,7 @@ void scatter_add(int64_t outer, int64_t size, int64_t inner, const int64_t* inde
       T* dst = base + index[j] * inner;
       for (int64_t i = c0; i < c1; ++i) dst[i] += src[i];
     }
-  }
+  });
 }
 
 }  // namespace
