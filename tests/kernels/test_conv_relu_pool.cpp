@@ -222,9 +222,15 @@ TEST_CASE("conv2d_relu_pool kernels refuse other dtypes", "[kernels][conv2d]") {
   CHECK_THROWS_AS(ember::cpu::conv2d_relu_pool_backward_input(DType::Float16, s, buf.data(), window.data(),
                                                               buf.data(), buf.data()),
                   ember::NotImplementedError);
+  CHECK_THROWS_WITH(ember::cpu::conv2d_relu_pool_backward_input(DType::Float16, s, buf.data(), window.data(),
+                                                                buf.data(), buf.data()),
+                    "conv2d_relu_pool_backward_input: no kernel for device cpu and dtype float16");
   CHECK_THROWS_AS(ember::cpu::conv2d_relu_pool_backward_weight(DType::BFloat16, s, buf.data(), window.data(),
                                                                buf.data(), buf.data(), nullptr),
                   ember::NotImplementedError);
+  CHECK_THROWS_WITH(ember::cpu::conv2d_relu_pool_backward_weight(DType::BFloat16, s, buf.data(), window.data(),
+                                                                 buf.data(), buf.data(), nullptr),
+                    "conv2d_relu_pool_backward_weight: no kernel for device cpu and dtype bfloat16");
 }
 
 namespace {
