@@ -8,10 +8,11 @@
 // input in place: the forward tile keeps up to 12 output channels x 32 pixels (two
 // AVX-512 vectors) and walks k, the input-gradient tile keeps taps x pixels and walks
 // c_out, the weight-gradient tile is a dot product over pixels (3 channels x 5
-// taps, which divide a 5x5 kernel's taps). Positions with ox >= w_out are padding columns of that grid: the forward
-// pass computes and drops them, the gradients see zeros of gy there (so an Inf or
-// NaN in x or the weight, which already makes the gradients non-finite, can reach a
-// few more of their entries than a direct sum would).
+// taps, which divide a 5x5 kernel's). Positions with ox >= w_out are padding columns
+// of that grid: the forward pass computes and drops them, the gradients see zeros
+// of gy there (so an Inf or NaN in x or the weight, which already makes the
+// gradients non-finite, can reach a few more of their entries than a direct sum
+// would).
 //
 // Everything sits in an anonymous namespace, and the includer has included every
 // standard header used here before its region opens (see isa.h).
