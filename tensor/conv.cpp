@@ -61,10 +61,14 @@ void check_conv2d_args(const Tensor& x, const Tensor& w, const Tensor& bias, Pai
 
 namespace {
 
-// Whether a CPU convolution of these operands runs on the bfloat16 kernels.
+// Whether a CPU bfloat16 convolution of this shape runs on bfloat16 kernels: the
+// bfloat16 GEMM for large layers, the stride-1 direct kernels (vdpbf16ps) for small
+// ones; otherwise it is widened to float32.
+bool bf16_kernels(const Conv2dShape& s) { return cpu::conv2d_bf16_native(s) || cpu::conv2d_bf16_direct(s); }
+
 bool cpu_bf16_native(const Tensor& x, const Tensor& w, Pair stride, Pair padding, Pair dilation, int64_t groups) {
   return x.dtype() == kBFloat16 && x.device().is_cpu() &&
-         cpu::conv2d_bf16_native(conv2d_shape(x.shape(), w.shape(), stride, padding, dilation, groups));
+         bf16_kernels(conv2d_shape(x.shape(), w.shape(), stride, padding, dilation, groups));
 }
 
 }  // namespace
@@ -80,7 +84,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
   if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != weight.dtype()))
     throw DTypeError(msg("conv2d: expected input, weight and bias to have the same dtype, but got ", x.dtype(), ", ",
                          weight.dtype(), (bias.defined() ? msg(" and ", bias.dtype()) : std::string())));
-  // CPU half types: bfloat16 layers the bfloat16 GEMM serves well run natively; the
+  // CPU half types: bfloat16 runs on bfloat16 kernels where the CPU has vdpbf16ps
+  // (the GEMM for large layers, the direct kernels for small stride-1 ones); the
   // rest is computed in float32 and rounded once (CUDA has half kernels).
   if (is_half(x.dtype()) && !x.device().is_cuda() && !cpu_bf16_native(x, weight, stride, padding, dilation, groups)) {
     return conv2d(x.to(kFloat32), weight.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias, stride, padding,
@@ -110,7 +115,7 @@ Tensor conv2d_backward_input(const Tensor& grad_y, const Tensor& weight, const S
                              Pair padding, Pair dilation, int64_t groups) {
   const auto s = conv2d_shape(x_shape, weight.shape(), stride, padding, dilation, groups);
   if (is_half(grad_y.dtype()) && grad_y.device().is_cpu() &&
-      !(grad_y.dtype() == kBFloat16 && cpu::conv2d_bf16_native(s)))
+      !(grad_y.dtype() == kBFloat16 && bf16_kernels(s)))
     return conv2d_backward_input(grad_y.to(kFloat32), weight.to(kFloat32), x_shape, stride, padding, dilation, groups)
         .to(grad_y.dtype());
   Tensor gx = empty(x_shape, {grad_y.dtype(), grad_y.device()});
@@ -128,7 +133,7 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
                                                   bool with_bias) {
   const auto s = conv2d_shape(x.shape(), w_shape, stride, padding, dilation, groups);
   if (is_half(grad_y.dtype()) && grad_y.device().is_cpu() &&
-      !(grad_y.dtype() == kBFloat16 && cpu::conv2d_bf16_native(s))) {
+      !(grad_y.dtype() == kBFloat16 && bf16_kernels(s))) {
     auto [gw, gb] = conv2d_backward_weight(grad_y.to(kFloat32), x.to(kFloat32), w_shape, stride, padding, dilation,
                                            groups, with_bias);
     return {gw.to(grad_y.dtype()), gb.defined() ? gb.to(grad_y.dtype()) : gb};

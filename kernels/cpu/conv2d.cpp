@@ -85,20 +85,51 @@ int64_t weight_ranges(int64_t n, int64_t part_bytes) {
   return std::clamp<int64_t>(std::min({kWeightRanges, by_memory, n / kRangeImages}), 1, std::max<int64_t>(n, 1));
 }
 
-// Runs body(lo, hi, slice) over contiguous image ranges covering [0, n) on up to
-// nt threads, each with its own `slice` elements of scratch. A cpu::gemm workspace
+// Runs fn(ctx, lo, hi, slice) over contiguous image ranges covering [0, n) on up to
+// nt threads, each with its own `slice_bytes` of scratch. A cpu::gemm workspace
 // that cannot grow throws inside the team: the first exception is rethrown here.
-template <class T, class Body>
-void for_ranges(int64_t n, int nt, int64_t slice_elems, Body&& body) {
-  const int64_t slice = round_up(std::max<int64_t>(slice_elems, 1), 64 / int64_t(sizeof(T)));
-  T* ws = static_cast<T*>(scratch.get(sizeof(T) * size_t(slice * nt)));
-  if (nt <= 1) return body(int64_t(0), n, ws);
+// One copy for every caller (the thread team and its error handling are library
+// size, so for_ranges below only adapts the callers' lambdas to it).
+using RangeFn = void (*)(const void* ctx, int64_t lo, int64_t hi, void* ws);
+[[gnu::noinline]] void run_ranges(int64_t n, int nt, size_t slice_bytes, RangeFn fn, const void* ctx) {
+  char* ws = static_cast<char*>(scratch.get(slice_bytes * size_t(nt)));
+  if (nt <= 1) return fn(ctx, 0, n, ws);
   std::exception_ptr error;
 #pragma omp parallel num_threads(nt)
   {
     const int tid = omp_get_thread_num(), got = omp_get_num_threads();
     try {
-      body(n * tid / got, n * (tid + 1) / got, ws + tid * slice);
+      fn(ctx, n * tid / got, n * (tid + 1) / got, ws + size_t(tid) * slice_bytes);
+    } catch (...) {
+#pragma omp critical(ember_conv2d_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+// body(lo, hi, T* slice) over image ranges, slices of slice_elems T each.
+template <class T, class Body>
+void for_ranges(int64_t n, int nt, int64_t slice_elems, const Body& body) {
+  const int64_t slice = round_up(std::max<int64_t>(slice_elems, 1), 64 / int64_t(sizeof(T)));
+  run_ranges(n, nt, sizeof(T) * size_t(slice),
+             [](const void* ctx, int64_t lo, int64_t hi, void* ws) { (*static_cast<const Body*>(ctx))(lo, hi, static_cast<T*>(ws)); },
+             &body);
+}
+
+// fn(ctx, item, thread) for items [0, items) on nt threads, items dealt round-robin
+// (schedule(static, 1)); the first exception is rethrown after the team.
+using ItemFn = void (*)(const void* ctx, int64_t item, int tid);
+[[gnu::noinline]] void run_items(int64_t items, int nt, ItemFn fn, const void* ctx) {
+  if (nt <= 1) {
+    for (int64_t item = 0; item < items; ++item) fn(ctx, item, 0);
+    return;
+  }
+  std::exception_ptr error;
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+  for (int64_t item = 0; item < items; ++item) {
+    try {
+      fn(ctx, item, omp_get_thread_num());
     } catch (...) {
 #pragma omp critical(ember_conv2d_error)
       if (!error) error = std::current_exception();
@@ -206,6 +237,51 @@ void backward_input_impl(const Conv2dShape& s, const T* gy, const T* w, T* gx, c
                 [&](int64_t lo, int64_t hi, T* ws) { k.backward_input(a, lo, hi, ws); });
 }
 
+// Runs a weight-gradient kernel table k (Kernels<T>, or DirectBf16Kernels with
+// float32 scratch and sums: Acc) over the batch into gw and gb (nullable).
+template <class T, class Acc, class K>
+void backward_weight_run(const K& k, const Args<T>& a, Acc* gw, Acc* gb) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const int64_t w_elems = s.c_out * d.K;
+  // The batch is cut into ranges fixed by the shape, never by the thread count:
+  // each range sums its images into its own partial dW and db, and the partials
+  // are added in range order. So the gradient has the same bits on 1 thread or 64,
+  // and a seeded training run does not change with --threads. (forward and
+  // backward_input need no such care: each of their outputs comes from one image.)
+  const int64_t work = round_up(k.backward_weight_scratch(a), 16);
+  const int64_t part = round_up(w_elems + s.c_out, 16);
+  const int64_t ranges = weight_ranges(s.n, part * int64_t(sizeof(Acc)));
+  // With fewer ranges than threads (small batches), each range's weight is split
+  // into blocks of channel tiles too. That split may follow the thread count: it
+  // decides which thread computes an element, not how the element is summed.
+  const int team = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
+  const int64_t units = k.backward_weight_units(a);
+  const int64_t blocks = std::clamp<int64_t>(cdiv(team, ranges), 1, units);
+  const int64_t items = ranges * blocks;
+  const int nt = int(std::min<int64_t>(team, items));
+  // Scratch: each thread's kernel workspace, then the partials of ranges 1..;
+  // range 0 sums straight into the outputs.
+  Acc* ws = static_cast<Acc*>(scratch.get(sizeof(Acc) * size_t(work * nt + part * (ranges - 1))));
+  Acc* partials = ws + work * nt;
+  auto run_item = [&](int64_t item, int tid) {
+    const int64_t r = item / blocks, b = item % blocks;
+    Acc* pw = r == 0 ? gw : partials + (r - 1) * part;
+    Acc* pb = !gb ? nullptr : r == 0 ? gb : partials + (r - 1) * part + w_elems;
+    k.backward_weight(a, s.n * r / ranges, s.n * (r + 1) / ranges, ws + tid * work, pw, pb, units * b / blocks,
+                      units * (b + 1) / blocks);
+  };
+  run_items(items, nt,
+            [](const void* ctx, int64_t item, int tid) { (*static_cast<const decltype(run_item)*>(ctx))(item, tid); },
+            &run_item);
+  for (int64_t r = 1; r < ranges; ++r) {
+    const Acc* pw = partials + (r - 1) * part;
+    for (int64_t j = 0; j < w_elems; ++j) gw[j] += pw[j];
+    if (gb)
+      for (int64_t co = 0; co < s.c_out; ++co) gb[co] += pw[w_elems + co];
+  }
+}
+
 template <class T>
 void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, T* gb,
                           const uint8_t* window = nullptr) {
@@ -219,57 +295,67 @@ void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, 
   const bool direct = is_direct(s);
   if (window && !direct) return backward_weight_impl(s, unpooled(s, gy, window).data(), x, gw, gb);
   const Direct v = direct ? Direct(s, d, false) : Direct();
-  const Kernels<T>& k = kernels_for<T>(s);
   Args<T> a{&s, &d, &v, x, nullptr, nullptr, gy, nullptr};
   a.gy_window = window;
-  // The batch is cut into ranges fixed by the shape, never by the thread count:
-  // each range sums its images into its own partial dW and db, and the partials
-  // are added in range order. So the gradient has the same bits on 1 thread or 64,
-  // and a seeded training run does not change with --threads. (forward and
-  // backward_input need no such care: each of their outputs comes from one image.)
-  const int64_t work = round_up(k.backward_weight_scratch(a), 16);
-  const int64_t part = round_up(w_elems + s.c_out, 16);
-  const int64_t ranges = weight_ranges(s.n, part * int64_t(sizeof(T)));
-  // With fewer ranges than threads (small batches), each range's weight is split
-  // into blocks of channel tiles too. That split may follow the thread count: it
-  // decides which thread computes an element, not how the element is summed.
-  const int team = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
-  const int64_t units = k.backward_weight_units(a);
-  const int64_t blocks = std::clamp<int64_t>(cdiv(team, ranges), 1, units);
-  const int64_t items = ranges * blocks;
-  const int nt = int(std::min<int64_t>(team, items));
-  // Scratch: each thread's kernel workspace, then the partials of ranges 1..;
-  // range 0 sums straight into the outputs.
-  T* ws = static_cast<T*>(scratch.get(sizeof(T) * size_t(work * nt + part * (ranges - 1))));
-  T* partials = ws + work * nt;
-  auto run_item = [&](int64_t item, int tid) {
-    const int64_t r = item / blocks, b = item % blocks;
-    T* pw = r == 0 ? gw : partials + (r - 1) * part;
-    T* pb = !gb ? nullptr : r == 0 ? gb : partials + (r - 1) * part + w_elems;
-    k.backward_weight(a, s.n * r / ranges, s.n * (r + 1) / ranges, ws + tid * work, pw, pb, units * b / blocks,
-                      units * (b + 1) / blocks);
-  };
-  if (nt <= 1) {
-    for (int64_t item = 0; item < items; ++item) run_item(item, 0);
-  } else {
-    std::exception_ptr error;
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
-    for (int64_t item = 0; item < items; ++item) {
-      try {
-        run_item(item, omp_get_thread_num());
-      } catch (...) {
-#pragma omp critical(ember_conv2d_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
+  backward_weight_run<T, T>(kernels_for<T>(s), a, gw, gb);
+}
+
+// ---------------------------------------------------------------------------------
+// bfloat16 on the stride-1 kernels of conv2d_direct_bf16.cpp: float32 sums, each
+// result rounded to bfloat16 once.
+
+const DirectBf16Kernels* bf16_direct_table() {
+  return active_isa() >= Isa::avx512_bf16 ? direct_kernels_bf16() : nullptr;
+}
+
+const uint16_t* bits(const void* p) { return static_cast<const uint16_t*>(p); }
+
+// The forward (fused with ReLU and pooling when window or relu_pool say so) and the
+// input gradient (from the pooled gradient when window is set) on one table.
+void bf16_forward(const Conv2dShape& s, const void* x, const void* w, const void* bias, void* y, bool relu_pool,
+                  uint8_t* window) {
+  const Conv2dDims d(s);
+  if (s.n <= 0 || s.c_out <= 0 || d.P <= 0) return;
+  const Direct v(s, d, false);
+  const DirectBf16Kernels& k = *bf16_direct_table();
+  Args<uint16_t> a{&s, &d, &v, bits(x), bits(w), bits(bias), nullptr, static_cast<uint16_t*>(y)};
+  a.relu_pool = relu_pool;
+  a.window = window;
+  const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
+  for_ranges<float>(s.n, nt, k.forward_scratch(a), [&](int64_t lo, int64_t hi, float* ws) { k.forward(a, lo, hi, ws); });
+}
+
+void bf16_backward_input(const Conv2dShape& s, const void* gy, const uint8_t* window, const void* w, void* gx) {
+  const Conv2dDims d(s);
+  if (s.n <= 0 || d.x_img <= 0) return;
+  if (s.c_out <= 0 || d.P <= 0) {
+    std::fill(static_cast<BFloat16*>(gx), static_cast<BFloat16*>(gx) + s.n * d.x_img, BFloat16(0.f));
+    return;
   }
-  for (int64_t r = 1; r < ranges; ++r) {
-    const T* pw = partials + (r - 1) * part;
-    for (int64_t j = 0; j < w_elems; ++j) gw[j] += pw[j];
-    if (gb)
-      for (int64_t co = 0; co < s.c_out; ++co) gb[co] += pw[w_elems + co];
+  const Direct v(s, d, true);
+  const DirectBf16Kernels& k = *bf16_direct_table();
+  Args<uint16_t> a{&s, &d, &v, nullptr, bits(w), nullptr, bits(gy), static_cast<uint16_t*>(gx)};
+  a.gy_window = window;
+  const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
+  for_ranges<float>(s.n, nt, k.backward_input_scratch(a),
+                    [&](int64_t lo, int64_t hi, float* ws) { k.backward_input(a, lo, hi, ws); });
+}
+
+void bf16_backward_weight(const Conv2dShape& s, const void* gy, const uint8_t* window, const void* x, void* gw,
+                          void* gb) {
+  const Conv2dDims d(s);
+  const int64_t w_elems = std::max<int64_t>(s.c_out * d.K, 0);
+  std::vector<float> sums(size_t(w_elems + std::max<int64_t>(s.c_out, 0)), 0.f);
+  if (s.n > 0 && d.P > 0 && s.c_out > 0) {
+    const Direct v(s, d, false);
+    Args<uint16_t> a{&s, &d, &v, bits(x), nullptr, nullptr, bits(gy), nullptr};
+    a.gy_window = window;
+    backward_weight_run<uint16_t, float>(*bf16_direct_table(), a, sums.data(), gb ? sums.data() + w_elems : nullptr);
   }
+  BFloat16* w16 = static_cast<BFloat16*>(gw);
+  for (int64_t j = 0; j < w_elems; ++j) w16[j] = BFloat16(sums[size_t(j)]);
+  if (gb)
+    for (int64_t co = 0; co < s.c_out; ++co) static_cast<BFloat16*>(gb)[co] = BFloat16(sums[size_t(w_elems + co)]);
 }
 
 // The two dtypes with kernels; the caller converts the others.
@@ -286,8 +372,25 @@ void float_types(DType dt, const char* op, F&& f) {
 
 namespace ember::cpu {
 
+bool conv2d_bf16_direct(const Conv2dShape& s) {
+  return conv2d_detail::is_direct(s) && conv2d_detail::bf16_direct_table() != nullptr;
+}
+
+namespace {
+// bfloat16 convolutions: the direct kernels for the small layers the GEMM does not
+// serve, the GEMM (conv2d_bf16.cpp) for the rest.
+bool bf16_on_direct(const Conv2dShape& s) { return conv2d_bf16_direct(s) && !conv2d_bf16_native(s); }
+
+void require_bf16_direct(const Conv2dShape& s, const char* op) {
+  if (!conv2d_bf16_direct(s))
+    throw NotImplementedError(std::string(op) + ": no kernel for device cpu and dtype bfloat16");
+}
+}  // namespace
+
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                     const void* bias, void* y) {
+  if (dt == DType::BFloat16 && bf16_on_direct(s))
+    return conv2d_detail::bf16_forward(s, x, weight, bias, y, false, nullptr);
   if (dt == DType::BFloat16)
     return conv2d_bf16_forward(s, static_cast<const BFloat16*>(x), static_cast<const BFloat16*>(weight),
                                static_cast<const BFloat16*>(bias), static_cast<BFloat16*>(y));
@@ -301,6 +404,11 @@ void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, con
                               const void* bias, void* y, uint8_t* window, bool round_bf16) {
   if (round_bf16 && dt != DType::Float32)
     throw ValueError(std::string("conv2d_relu_pool_forward: round_bf16 needs float32 values, got ") + dtype_name(dt));
+  if (dt == DType::BFloat16) {
+    require_bf16_direct(s, "conv2d_relu_pool_forward");
+    if (s.h_out < 2 || s.w_out < 2) return;
+    return conv2d_detail::bf16_forward(s, x, weight, bias, y, true, window);
+  }
   conv2d_detail::float_types(dt, "conv2d_relu_pool_forward", [&]<class T>() {
     conv2d_detail::relu_pool_forward_impl<T>(s, static_cast<const T*>(x), static_cast<const T*>(weight),
                                              static_cast<const T*>(bias), static_cast<T*>(y), window, round_bf16);
@@ -317,6 +425,10 @@ void conv2d_relu_pool_backward(DType dt, const Conv2dShape& s, const void* grad_
 
 void conv2d_relu_pool_backward_input(DType dt, const Conv2dShape& s, const void* grad_y, const uint8_t* window,
                                      const void* weight, void* grad_x) {
+  if (dt == DType::BFloat16) {
+    require_bf16_direct(s, "conv2d_relu_pool_backward_input");
+    return conv2d_detail::bf16_backward_input(s, grad_y, window, weight, grad_x);
+  }
   conv2d_detail::float_types(dt, "conv2d_relu_pool_backward_input", [&]<class T>() {
     conv2d_detail::backward_input_impl<T>(s, static_cast<const T*>(grad_y), static_cast<const T*>(weight),
                                           static_cast<T*>(grad_x), window);
@@ -325,6 +437,10 @@ void conv2d_relu_pool_backward_input(DType dt, const Conv2dShape& s, const void*
 
 void conv2d_relu_pool_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const uint8_t* window,
                                       const void* x, void* grad_weight, void* grad_bias) {
+  if (dt == DType::BFloat16) {
+    require_bf16_direct(s, "conv2d_relu_pool_backward_weight");
+    return conv2d_detail::bf16_backward_weight(s, grad_y, window, x, grad_weight, grad_bias);
+  }
   conv2d_detail::float_types(dt, "conv2d_relu_pool_backward_weight", [&]<class T>() {
     conv2d_detail::backward_weight_impl<T>(s, static_cast<const T*>(grad_y), static_cast<const T*>(x),
                                            static_cast<T*>(grad_weight), static_cast<T*>(grad_bias), window);
@@ -333,6 +449,8 @@ void conv2d_relu_pool_backward_weight(DType dt, const Conv2dShape& s, const void
 
 void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y,
                            const void* weight, void* grad_x) {
+  if (dt == DType::BFloat16 && bf16_on_direct(s))
+    return conv2d_detail::bf16_backward_input(s, grad_y, nullptr, weight, grad_x);
   if (dt == DType::BFloat16)
     return conv2d_bf16_backward_input(s, static_cast<const BFloat16*>(grad_y), static_cast<const BFloat16*>(weight),
                                       static_cast<BFloat16*>(grad_x));
@@ -344,6 +462,8 @@ void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y,
 
 void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
                             void* grad_weight, void* grad_bias) {
+  if (dt == DType::BFloat16 && bf16_on_direct(s))
+    return conv2d_detail::bf16_backward_weight(s, grad_y, nullptr, x, grad_weight, grad_bias);
   if (dt == DType::BFloat16)
     return conv2d_bf16_backward_weight(s, static_cast<const BFloat16*>(grad_y), static_cast<const BFloat16*>(x),
                                        static_cast<BFloat16*>(grad_weight), static_cast<BFloat16*>(grad_bias));

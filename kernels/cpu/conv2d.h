@@ -61,7 +61,8 @@ void conv2d_relu_pool_backward(DType dt, const Conv2dShape& s, const void* grad_
 // gradient, given the pooled gradient and the window bytes: the same values, but the
 // stride-1 kernels make each image's output gradient as they read it, so the full-size
 // gradient is never written to memory (the seed network's conv1 block: 1.4 MB per
-// batch of 100, written and read back). float32 and float64.
+// batch of 100, written and read back). float32 and float64; the weight gradient
+// also bfloat16 where conv2d_bf16_direct says yes (float32 sums, rounded once).
 void conv2d_relu_pool_backward_input(DType dt, const Conv2dShape& s, const void* grad_y, const uint8_t* window,
                                      const void* weight, void* grad_x);
 void conv2d_relu_pool_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const uint8_t* window,
@@ -73,6 +74,11 @@ void conv2d_relu_pool_backward_weight(DType dt, const Conv2dShape& s, const void
 // float32 where it says no (no vdpbf16ps on this CPU, or layers too small for the
 // GEMM, such as 6 or 12 output channels, which the float32 direct kernels do better).
 bool conv2d_bf16_native(const Conv2dShape& s);
+
+// Whether the stride-1 bfloat16 kernels (conv2d_direct_bf16.cpp: vdpbf16ps on the
+// direct layout, for the small layers the GEMM does not serve) run this shape on
+// this CPU at the active instruction-set level: stride 1 and avx512_bf16.
+bool conv2d_bf16_direct(const Conv2dShape& s);
 void conv2d_bf16_forward(const Conv2dShape& s, const BFloat16* x, const BFloat16* weight, const BFloat16* bias,
                          BFloat16* y);
 void conv2d_bf16_backward_input(const Conv2dShape& s, const BFloat16* grad_y, const BFloat16* weight,

@@ -1,4 +1,5 @@
-// The stride-1 convolution kernels compiled for AVX-512: 64-byte vectors.
+// The stride-1 convolution kernels compiled for AVX-512: 64-byte vectors, float32
+// (float64 borrows the avx2 table, below).
 // conv2d.cpp runs them when this level is active (see isa.h); the code is
 // conv2d_direct_impl.h and relu_pool_impl.h.
 #include <algorithm>
@@ -23,14 +24,21 @@ constexpr int kBytes = 64;
 #include "kernels/cpu/relu_pool_impl.h"
 namespace ember::cpu::conv2d_detail {
 namespace {
-constexpr DirectKernels kSet{"avx512", direct_table<float>(), direct_table<double>(),
-                             relu_pool_table<float>(), relu_pool_table<double>()};
+constexpr Kernels<float> kF32 = direct_table<float>();
+constexpr ReluPool<float> kReluPoolF32 = relu_pool_table<float>();
 }  // namespace
 }  // namespace ember::cpu::conv2d_detail
 EMBER_ISA_END
 
 namespace ember::cpu::conv2d_detail {
-const DirectKernels* direct_kernels_avx512() { return &kSet; }
+// float64 at this level runs the avx2 kernels, which every AVX-512 CPU runs: float64
+// convolutions (gradient checks, mostly) do not pay for the 54 KB that their
+// AVX-512 instantiations took in the library.
+const DirectKernels* direct_kernels_avx512() {
+  static const DirectKernels set{"avx512", kF32, direct_kernels_avx2()->f64, kReluPoolF32,
+                                 direct_kernels_avx2()->relu_pool_f64};
+  return &set;
+}
 }  // namespace ember::cpu::conv2d_detail
 
 #else

@@ -112,7 +112,8 @@ struct ReluPool {
                           T* grad_conv);
 };
 
-// The stride-1 kernels compiled for one instruction set.
+// The stride-1 kernels compiled for one instruction set (the avx512 set borrows the
+// avx2 set's float64 entries: conv2d_direct_avx512.cpp says why).
 struct DirectKernels {
   const char* name;
   Kernels<float> f32;
@@ -121,7 +122,23 @@ struct DirectKernels {
   ReluPool<double> relu_pool_f64;
 };
 
+// The stride-1 kernels on bfloat16 values (bits, as uint16_t) with float32 sums, for
+// the avx512_bf16 level (conv2d_direct_bf16.cpp); the Kernels fields of the same
+// names, with float32 scratch and results.
+struct DirectBf16Kernels {
+  const char* name;
+  void (*forward)(const Args<uint16_t>&, int64_t lo, int64_t hi, float* ws);
+  void (*backward_input)(const Args<uint16_t>&, int64_t lo, int64_t hi, float* ws);
+  void (*backward_weight)(const Args<uint16_t>&, int64_t lo, int64_t hi, float* ws, float* pw, float* pb,
+                          int64_t u0, int64_t u1);
+  int64_t (*forward_scratch)(const Args<uint16_t>&);
+  int64_t (*backward_input_scratch)(const Args<uint16_t>&);
+  int64_t (*backward_weight_scratch)(const Args<uint16_t>&);
+  int64_t (*backward_weight_units)(const Args<uint16_t>&);
+};
+
 // nullptr when this build cannot emit that instruction set.
+const DirectBf16Kernels* direct_kernels_bf16();
 const DirectKernels* direct_kernels_avx512();
 const DirectKernels* direct_kernels_avx2();
 const DirectKernels* direct_kernels_generic();

@@ -23,6 +23,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 
+#include "isa_guard.h"
 #include "support/kernel_compare.h"
 
 using test_support::random_values;
@@ -356,5 +357,69 @@ TEST_CASE("conv2d bfloat16 (the bfloat16 GEMM path) matches the definition on bf
       CHECK(rel_err(widened(gb), r.gb) <= tol);
     }
     ember::set_num_threads(saved);
+  }
+}
+
+TEST_CASE("conv2d bfloat16 (the stride-1 direct kernels) matches the definition on bfloat16 values",
+          "[kernels][conv2d][bf16]") {
+  using ember::BFloat16;
+  const std::vector<Case> direct_cases = {
+      {"the net's conv1, batch 3", shape(3, 1, 28, 28, 6, 5, 5), true},
+      {"the net's conv2, batch 40 (thread team, weight ranges)", shape(40, 6, 12, 12, 12, 5, 5), true},
+      {"13 channels out (padded rows, an odd channel pair), pad 1", shape(2, 3, 9, 10, 13, 3, 3, 1, 1, 1, 1), true},
+      {"dilation 2 (taps paired 2 apart), pad 2x1", shape(2, 2, 11, 12, 5, 3, 3, 1, 1, 2, 1, 2, 2), false},
+      {"dilation 17 in x: every tap alone", shape(1, 2, 6, 40, 3, 2, 2, 1, 1, 0, 0, 1, 17), true},
+      {"groups 2, 2x3 kernel", shape(2, 4, 7, 8, 6, 2, 3, 1, 1, 0, 1, 1, 1, 2), true},
+      {"1x1 kernel, 70-wide rows", shape(2, 3, 3, 70, 4, 1, 1), true},
+      {"3x3 images, batch 5 (a panel spans images)", shape(5, 1, 3, 3, 2, 2, 2), true},
+  };
+  ember::testing::IsaGuard guard;
+  if (!ember::cpu::set_isa("avx512_bf16")) {
+    for (const Case& c : direct_cases) CHECK_FALSE(ember::cpu::conv2d_bf16_direct(c.s));
+    SUCCEED("no vdpbf16ps on this CPU: bfloat16 convolutions are widened to float32 by the caller");
+    return;
+  }
+  for (int threads : {1, 2}) {
+    ember::set_num_threads(threads);
+    for (const Case& c : direct_cases) {
+      const Conv2dShape& s = c.s;
+      INFO(c.name << ", " << threads << " threads");
+      REQUIRE(ember::cpu::conv2d_bf16_direct(s));
+      REQUIRE_FALSE(ember::cpu::conv2d_bf16_native(s));
+      std::mt19937 g(98);
+      const Sizes z = sizes(s);
+      auto rounded = [](std::vector<double> v) {
+        for (double& e : v) e = double(float(BFloat16(float(e))));
+        return v;
+      };
+      auto magnitude = [](std::vector<double> v) {
+        for (double& e : v) e = std::abs(e);
+        return v;
+      };
+      const auto x = rounded(random_values(z.x, g)), w = rounded(random_values(z.w, g)),
+                 b = rounded(random_values(s.c_out, g)), gy = rounded(random_values(z.y, g));
+      const Reference r = reference(s, x, w, c.bias ? &b : nullptr, gy);
+      // The same sums over |terms|: what float32's rounding is relative to.
+      const auto bm = magnitude(b);
+      const Reference m = reference(s, magnitude(x), magnitude(w), c.bias ? &bm : nullptr, magnitude(gy));
+      const auto tx = as<BFloat16>(x), tw = as<BFloat16>(w), tb = as<BFloat16>(b), tgy = as<BFloat16>(gy);
+      const BFloat16 nan(std::numeric_limits<float>::quiet_NaN());
+      std::vector<BFloat16> y(z.y, nan), gx(z.x, nan), gw(z.w, nan), gb(s.c_out, nan);
+      ember::cpu::conv2d_forward(DType::BFloat16, s, tx.data(), tw.data(), c.bias ? tb.data() : nullptr, y.data());
+      ember::cpu::conv2d_backward_input(DType::BFloat16, s, tgy.data(), tw.data(), gx.data());
+      ember::cpu::conv2d_backward_weight(DType::BFloat16, s, tgy.data(), tx.data(), gw.data(), gb.data());
+      // Float32 sums (within 1e-5 of the sum of |terms|), then one rounding to
+      // bfloat16 (2^-9 relative; 2^-8 leaves room for the sum's error).
+      auto bad = [](const std::vector<BFloat16>& got, const std::vector<double>& want, const std::vector<double>& mag) {
+        int64_t n = 0;
+        for (size_t i = 0; i < got.size(); ++i)
+          n += !(std::abs(double(float(got[i])) - want[i]) <= std::ldexp(std::abs(want[i]), -8) + 1e-5 * mag[i]);
+        return n;
+      };
+      CHECK(bad(y, r.y, m.y) == 0);
+      CHECK(bad(gx, r.gx, m.gx) == 0);
+      CHECK(bad(gw, r.gw, m.gw) == 0);
+      CHECK(bad(gb, r.gb, m.gb) == 0);
+    }
   }
 }

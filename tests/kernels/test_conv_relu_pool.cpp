@@ -225,12 +225,24 @@ TEST_CASE("conv2d_relu_pool kernels refuse other dtypes", "[kernels][conv2d]") {
   CHECK_THROWS_WITH(ember::cpu::conv2d_relu_pool_backward_input(DType::Float16, s, buf.data(), window.data(),
                                                                 buf.data(), buf.data()),
                     "conv2d_relu_pool_backward_input: no kernel for device cpu and dtype float16");
+  // bfloat16 weight gradients exist only on the avx512_bf16 level's kernels.
+  ember::testing::IsaGuard guard;
+  REQUIRE(ember::cpu::set_isa("generic"));
   CHECK_THROWS_AS(ember::cpu::conv2d_relu_pool_backward_weight(DType::BFloat16, s, buf.data(), window.data(),
                                                                buf.data(), buf.data(), nullptr),
                   ember::NotImplementedError);
   CHECK_THROWS_WITH(ember::cpu::conv2d_relu_pool_backward_weight(DType::BFloat16, s, buf.data(), window.data(),
                                                                  buf.data(), buf.data(), nullptr),
                     "conv2d_relu_pool_backward_weight: no kernel for device cpu and dtype bfloat16");
+  CHECK_THROWS_MATCHES(ember::cpu::conv2d_relu_pool_forward(DType::BFloat16, s, buf.data(), buf.data(), nullptr,
+                                                            buf.data(), window.data()),
+                       ember::NotImplementedError,
+                       Catch::Matchers::Message("conv2d_relu_pool_forward: no kernel for device cpu and dtype bfloat16"));
+  CHECK_THROWS_MATCHES(ember::cpu::conv2d_relu_pool_backward_input(DType::BFloat16, s, buf.data(), window.data(),
+                                                                   buf.data(), buf.data()),
+                       ember::NotImplementedError,
+                       Catch::Matchers::Message(
+                           "conv2d_relu_pool_backward_input: no kernel for device cpu and dtype bfloat16"));
 }
 
 namespace {
@@ -306,4 +318,92 @@ TEST_CASE("conv2d_relu_pool rounds to bfloat16 before ReLU and pooling when aske
                                                             buf.data(), nullptr, buf.data(), window.data(), true),
                        ember::ValueError,
                        Catch::Matchers::Message("conv2d_relu_pool_forward: round_bf16 needs float32 values, got float64"));
+}
+
+namespace {
+
+// The bfloat16 weight gradient of the fused block (conv2d_direct_bf16.cpp, vdpbf16ps)
+// against float64 sums of the same bfloat16 values: within the rounding of the
+// result to bfloat16 (2^-8 relative) plus float32 summation (1e-5 of the sum of
+// |terms|), the bias too; the same bits on 1 and 2 threads. The output gradient comes
+// from conv2d_relu_pool_backward on float32 (checked above).
+void check_bf16_weight_grad(const Conv2dShape& s, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> u(0, 1);
+  const int64_t cig = s.c_in / s.groups, cog = s.c_out / s.groups, ph = s.h_out / 2, pw = s.w_out / 2;
+  const int64_t K = cig * s.kh * s.kw;
+  std::vector<float> x(size_t(s.n * s.c_in * s.h * s.w)), w(size_t(s.c_out * K)), b(size_t(s.c_out));
+  for (auto* v : {&x, &w, &b})
+    for (float& e : *v) e = bf16_reference(u(gen));
+  const size_t pooled = size_t(s.n * s.c_out * ph * pw);
+  std::vector<float> y(pooled), gy(pooled), gconv(size_t(s.n * s.c_out * s.h_out * s.w_out));
+  std::vector<uint8_t> window(pooled);
+  ember::cpu::conv2d_relu_pool_forward(DType::Float32, s, x.data(), w.data(), b.data(), y.data(), window.data(), true);
+  for (float& e : gy) e = bf16_reference(u(gen));
+  ember::cpu::conv2d_relu_pool_backward(DType::Float32, s, gy.data(), window.data(), gconv.data());
+  auto to16 = [](const std::vector<float>& v) {
+    std::vector<ember::BFloat16> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) r[i] = ember::BFloat16(v[i]);
+    return r;
+  };
+  const auto x16 = to16(x), gy16 = to16(gy);
+  std::vector<ember::BFloat16> gw(w.size(), ember::BFloat16(-7.f)), gb(b.size(), ember::BFloat16(-7.f));
+  std::vector<ember::BFloat16> gw2(w.size(), ember::BFloat16(-5.f)), gb2(b.size(), ember::BFloat16(-5.f));
+  ember::set_num_threads(1);
+  ember::cpu::conv2d_relu_pool_backward_weight(DType::BFloat16, s, gy16.data(), window.data(), x16.data(), gw.data(),
+                                               gb.data());
+  ember::set_num_threads(2);
+  ember::cpu::conv2d_relu_pool_backward_weight(DType::BFloat16, s, gy16.data(), window.data(), x16.data(), gw2.data(),
+                                               gb2.data());
+  CHECK(std::memcmp(gw.data(), gw2.data(), gw.size() * 2) == 0);
+  CHECK(std::memcmp(gb.data(), gb2.data(), gb.size() * 2) == 0);
+  // float64 references and the sums of |terms| that bound float32's rounding.
+  std::vector<double> ref(w.size()), mag(w.size()), bref(b.size()), bmag(b.size());
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t co = 0; co < s.c_out; ++co)
+      for (int64_t oy = 0; oy < s.h_out; ++oy)
+        for (int64_t ox = 0; ox < s.w_out; ++ox) {
+          const double g = gconv[size_t(((n * s.c_out + co) * s.h_out + oy) * s.w_out + ox)];
+          bref[size_t(co)] += g, bmag[size_t(co)] += std::abs(g);
+          for (int64_t cl = 0; cl < cig; ++cl)
+            for (int64_t ky = 0; ky < s.kh; ++ky)
+              for (int64_t kx = 0; kx < s.kw; ++kx) {
+                const int64_t iy = oy - s.pad_h + ky * s.dil_h, ix = ox - s.pad_w + kx * s.dil_w;
+                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                const int64_t ci = co / cog * cig + cl;
+                const double t = g * x[size_t(((n * s.c_in + ci) * s.h + iy) * s.w + ix)];
+                const size_t j = size_t(co * K + (cl * s.kh + ky) * s.kw + kx);
+                ref[j] += t, mag[j] += std::abs(t);
+              }
+        }
+  int64_t bad = 0;
+  for (size_t j = 0; j < ref.size(); ++j)
+    bad += !(std::abs(double(float(gw[j])) - ref[j]) <= std::ldexp(std::abs(ref[j]), -8) + 1e-5 * mag[j]);
+  for (size_t j = 0; j < bref.size(); ++j)
+    bad += !(std::abs(double(float(gb[j])) - bref[j]) <= std::ldexp(std::abs(bref[j]), -8) + 1e-5 * bmag[j]);
+  CHECK(bad == 0);
+  // Without the bias the weight gradient is the same.
+  std::vector<ember::BFloat16> gw_only(w.size());
+  ember::cpu::conv2d_relu_pool_backward_weight(DType::BFloat16, s, gy16.data(), window.data(), x16.data(),
+                                               gw_only.data(), nullptr);
+  CHECK(std::memcmp(gw_only.data(), gw.data(), gw.size() * 2) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("conv2d_relu_pool bfloat16 weight gradient on vdpbf16ps matches float64", "[kernels][conv2d]") {
+  ember::testing::IsaGuard guard;
+  if (!ember::cpu::set_isa("avx512_bf16")) {
+    WARN("this CPU has no avx512_bf16: the bfloat16 direct kernels are not run");
+    CHECK_FALSE(ember::cpu::conv2d_bf16_direct(shape(1, 1, 28, 28, 6, 5)));
+    return;
+  }
+  CHECK_FALSE(ember::cpu::conv2d_bf16_direct(shape(3, 2, 15, 13, 5, 3, 2, 1)));  // stride 2: im2col only
+  for (const Case& c : cases()) {
+    if (!ember::cpu::conv2d_bf16_direct(c.s)) continue;
+    INFO(c.name);
+    check_bf16_weight_grad(c.s, 11);
+  }
+  INFO("net conv1, batch 100");
+  check_bf16_weight_grad(shape(100, 1, 28, 28, 6, 5), 12);
 }

@@ -1,0 +1,620 @@
+// The stride-1 convolution kernels on bfloat16 values with float32 sums, for CPUs
+// with vdpbf16ps (the avx512_bf16 level of isa.h): autocast's bfloat16 convolution
+// blocks of the seed network, whose 6 and 12 output channels are too few for the
+// bfloat16 GEMM of conv2d_bf16.cpp. The layout is the float32 direct kernels'
+// (conv2d_direct_impl.h, whose helpers this file instantiates for 16-bit values):
+// the output on the input's grid, the input read in place.
+//
+// vdpbf16ps multiplies 16 pairs of bfloat16 values by 16 other pairs and adds both
+// products of a pair to one float32 lane: twice the multiply-adds of an FMA, if the
+// two operands come as pairs over the summed index.
+//   weight gradient  dW[c][k] = sum over p of gy'[c][p] * x[off[k] + p]: the sum runs
+//                    over pixels, and 32 consecutive pixels of gy' and of x are
+//                    already 16 pairs, so both rows are loaded as they are.
+// Each result is a float32 sum of exact products (a bfloat16 product fits in a
+// float32), so it differs from the float32 kernels run on the same values only by
+// the order of the additions.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kernels/base/half.h"
+#include "kernels/cpu/conv2d_kernels.h"
+#include "kernels/cpu/isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+EMBER_ISA_BEGIN(EMBER_TARGET_AVX512_BF16)
+namespace ember::cpu::conv2d_detail {
+namespace {
+constexpr int kBytes = 64;
+}  // namespace
+}  // namespace ember::cpu::conv2d_detail
+#include "kernels/cpu/conv2d_direct_impl.h"
+#include "kernels/cpu/relu_pool_impl.h"
+
+namespace ember::cpu::conv2d_detail {
+namespace {
+
+using u16 = uint16_t;
+constexpr int64_t kValues = 32;  // bfloat16 values in a register (16 pairs)
+constexpr int kLanes = 16;       // float32 sums in a register
+
+// The weight gradient's dot tile: RC channels x RK taps (as the float32 tile; 15
+// accumulators, 3 rows of gy' and one row of x in registers).
+constexpr int RC = 3, RK = 5;
+
+inline __m512bh as_pairs(__m512i v) { return (__m512bh)v; }
+
+// ---------------------------------------------------------------------------------
+// Row helpers in 16-lane steps with masked loads and stores: the seed network's rows
+// are 4 to 24 values, where the generic code's halving vector widths cost more
+// than the convolutions' arithmetic.
+
+// Mask of the low n (0..16) lanes, and of the low 2n (0..32) 16-bit values.
+inline __mmask16 low16(int64_t n) { return __mmask16(n >= 16 ? 0xffffu : (1u << n) - 1u); }
+inline __mmask32 low32(int64_t n) { return __mmask32(n >= 32 ? 0xffffffffu : (1u << n) - 1u); }
+
+// 16 floats rounded to bfloat16 (to nearest, ties to even; a NaN stays a NaN), as
+// the 16 bfloat16 values and as floats.
+inline __m256i to_bf16(__m512 v) { return (__m256i)_mm512_cvtneps_pbh(v); }
+inline __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+
+// n floats to bfloat16, rounded once.
+[[gnu::noinline]] void store_row16(const float* src, u16* dst, int64_t n) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = low16(n - j);
+    _mm256_mask_storeu_epi16(dst + j, m, to_bf16(_mm512_maskz_loadu_ps(m, src + j)));
+  }
+}
+
+// relu_pool_forward_planes (relu_pool_impl.h) with each value rounded to bfloat16
+// first and bfloat16 results: the same maximum, position and ReLU mask rules, 16
+// pooled values a step.
+[[gnu::noinline]] void pool_planes16(const float* conv, int64_t planes, int64_t plane_stride, int64_t row_stride, int64_t h_out,
+                   int64_t w_out, u16* y, uint8_t* window) {
+  const int64_t ph = h_out / 2, pw = w_out / 2;
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t py = 0; py < ph; ++py) {
+      const float* r0 = conv + p * plane_stride + 2 * py * row_stride;
+      const float* r1 = r0 + row_stride;
+      const int64_t o = (p * ph + py) * pw;
+      for (int64_t j = 0; j < pw; j += 16) {
+        const int64_t cols = 2 * std::min<int64_t>(16, pw - j);
+        const __mmask16 ma = low16(cols), mb = low16(cols - 16 > 0 ? cols - 16 : 0);
+        const __m512 a0 = widen(to_bf16(_mm512_maskz_loadu_ps(ma, r0 + 2 * j)));
+        const __m512 a1 = widen(to_bf16(_mm512_maskz_loadu_ps(mb, r0 + 2 * j + 16)));
+        const __m512 b0 = widen(to_bf16(_mm512_maskz_loadu_ps(ma, r1 + 2 * j)));
+        const __m512 b1 = widen(to_bf16(_mm512_maskz_loadu_ps(mb, r1 + 2 * j + 16)));
+        // Window positions in row-major order: a later one replaces the running
+        // maximum when it is larger or NaN.
+        const __m512 cand[3] = {_mm512_permutex2var_ps(a0, odd, a1), _mm512_permutex2var_ps(b0, even, b1),
+                                _mm512_permutex2var_ps(b0, odd, b1)};
+        __m512 m = _mm512_permutex2var_ps(a0, even, a1);
+        __m512i k = _mm512_setzero_si512();
+        for (int c = 0; c < 3; ++c) {
+          const __mmask16 takes =
+              _mm512_cmp_ps_mask(cand[c], m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(cand[c], cand[c], _CMP_UNORD_Q);
+          m = _mm512_mask_mov_ps(m, takes, cand[c]);
+          k = _mm512_mask_mov_epi32(k, takes, _mm512_set1_epi32(c + 1));
+        }
+        const __mmask16 passes = _mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_GT_OQ);
+        const __mmask16 keep = passes | _mm512_cmp_ps_mask(m, m, _CMP_UNORD_Q);
+        // Whole 16-lane stores: the lanes past the row are overwritten by the next
+        // row, or land in the slack the caller leaves after the last.
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + o + j), to_bf16(_mm512_maskz_mov_ps(keep, m)));
+        if (window)
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(window + o + j),
+                           _mm512_cvtepi32_epi8(_mm512_mask_or_epi32(k, passes, k, _mm512_set1_epi32(kPasses))));
+      }
+    }
+}
+
+// spread_pooled_rows (relu_pool_impl.h) for bfloat16: each dst row zeroed, then the
+// pooled gradient written at its window's position where it passed ReLU (a -0 as
+// +0, as there), 16 pooled values a step.
+[[gnu::noinline]] void spread_pooled16(const Conv2dShape& s, const Direct& v, const u16* gy, const uint8_t* window, int64_t rows,
+                     u16* dst, int64_t ld) {
+  const int64_t ph = s.h_out / 2, pw = s.w_out / 2;
+  const __m512i three = _mm512_set1_epi32(3), magnitude = _mm512_set1_epi32(0x7fff);
+  for (int64_t r = 0; r < rows; ++r) {
+    u16* d = dst + r * ld;
+    zero_n(d, ld);
+    for (int64_t py = 0; py < ph; ++py) {
+      const int64_t o = (r * ph + py) * pw;
+      u16* row0 = d + 2 * py * v.Wv;
+      u16* row1 = row0 + v.Wv;
+      for (int64_t j = 0; j < pw; j += 16) {
+        const int64_t cnt = std::min<int64_t>(16, pw - j);
+        const __mmask16 n16 = low16(cnt);
+        const __m512i g = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(n16, gy + o + j));
+        const __m512i w = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(n16, window + o + j));
+        const __mmask16 passes =
+            _mm512_test_epi32_mask(w, _mm512_set1_epi32(kPasses)) & _mm512_test_epi32_mask(g, magnitude);
+        const __m512i k = _mm512_and_si512(w, three);
+        auto at = [&](int q) { return _mm512_maskz_mov_epi32(passes & _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(q)), g); };
+        // Lane i's 32 bits are columns 2i (low half) and 2i + 1 (high half).
+        const __m512i top = _mm512_or_si512(at(0), _mm512_slli_epi32(at(1), 16));
+        const __m512i bottom = _mm512_or_si512(at(2), _mm512_slli_epi32(at(3), 16));
+        _mm512_mask_storeu_epi16(row0 + 2 * j, low32(2 * cnt), top);
+        _mm512_mask_storeu_epi16(row1 + 2 * j, low32(2 * cnt), bottom);
+      }
+    }
+  }
+}
+
+// gy_rows (conv2d_direct_impl.h) with the spread above.
+[[gnu::noinline]] void gy_rows16(const Args<u16>& a, int64_t i, int64_t c0, int64_t rows, u16* dst, int64_t ld) {
+  const Conv2dShape& s = *a.s;
+  if (!a.gy_window) return spread_rows(s, *a.v, a.gy + i * a.d->y_img + c0 * a.d->P, rows, dst, ld);
+  const int64_t pooled = (s.h_out / 2) * (s.w_out / 2), o = (i * s.c_out + c0) * pooled;
+  spread_pooled16(s, *a.v, a.gy + o, a.gy_window + o, rows, dst, ld);
+}
+
+// ---------------------------------------------------------------------------------
+// Weight gradient. As backward_weight_images of conv2d_direct_impl.h: images go in
+// chunks whose x and gy' stay in L1, every RC x RK tile walks a chunk, its float32
+// vector sums wait in scratch between chunks. Rows are Pw = Pv rounded up to 32
+// values long, so x is read up to 32 values past a plane: the batch's last image
+// (and any image whose reads would leave the batch), and every image when there is
+// padding, is read from a copy with zeroed slack.
+
+struct WeightLayout16 {
+  int64_t Pw, Kp, Cp;
+  int64_t x_elems;    // one copied image, bfloat16 values
+  int64_t gy_elems;   // gy' of one image: G x Cp rows of Pw
+  int64_t per_image;  // x_elems + gy_elems
+  int64_t chunk;      // images per chunk
+  int64_t acc_floats; // G x Cp x Kp vectors of dW sums, then c_out vectors of db sums
+};
+
+[[gnu::noinline]] WeightLayout16 weight_layout16(const Args<u16>& a) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  WeightLayout16 l;
+  l.Pw = round_up(v.Pv, kValues);
+  l.Kp = round_up(d.K, RK);
+  l.Cp = round_up(d.cog, RC);
+  l.x_elems = round_up(s.c_in * v.plane + kValues, kValues);
+  l.gy_elems = d.G * l.Cp * l.Pw;
+  l.per_image = l.x_elems + l.gy_elems;
+  const int64_t bytes = (d.x_img + l.gy_elems) * int64_t(sizeof(u16));
+  l.chunk = std::clamp<int64_t>((32 << 10) / std::max<int64_t>(bytes, 1), 1, s.n);
+  l.acc_floats = (d.G * l.Cp * l.Kp + s.c_out) * kLanes;
+  return l;
+}
+
+// Scratch in floats: the sums, then the chunk's copies (two bfloat16 values a float).
+int64_t weight_scratch16(const Args<u16>& a) {
+  const WeightLayout16 l = weight_layout16(a);
+  return l.acc_floats + cdiv(l.chunk * l.per_image, 2);
+}
+
+int64_t weight_units16(const Args<u16>& a) { return a.d->G * weight_layout16(a).Cp / RC; }
+
+// One RC x RK tile over a chunk: xs[m] and gys[m] are image m's x planes of the group
+// and its gy' rows c..; toff the tile's tap offsets.
+[[gnu::noinline]] void dot_tile16(const WeightLayout16& l, int64_t imgs, const u16* const* xs,
+                                  const u16* const* gys, const int64_t* toff, float* acc_mem) {
+  __m512 acc[RC][RK];
+#pragma GCC unroll 8
+  for (int r = 0; r < RC; ++r)
+#pragma GCC unroll 8
+    for (int q = 0; q < RK; ++q) acc[r][q] = _mm512_loadu_ps(acc_mem + (r * RK + q) * kLanes);
+  for (int64_t m = 0; m < imgs; ++m) {
+    const u16* gyr = gys[m];
+    const u16* xr[RK];
+#pragma GCC unroll 8
+    for (int q = 0; q < RK; ++q) xr[q] = xs[m] + toff[q];
+    for (int64_t p = 0; p < l.Pw; p += kValues) {
+      __m512i av[RC];
+#pragma GCC unroll 8
+      for (int r = 0; r < RC; ++r) av[r] = _mm512_loadu_si512(gyr + r * l.Pw + p);
+#pragma GCC unroll 8
+      for (int q = 0; q < RK; ++q) {
+        __m512i bv = _mm512_loadu_si512(xr[q] + p);
+        asm("" : "+v"(bv));  // one load per tap, not one folded into each of RC products
+#pragma GCC unroll 8
+        for (int r = 0; r < RC; ++r) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], as_pairs(av[r]), as_pairs(bv));
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < RC; ++r)
+#pragma GCC unroll 8
+    for (int q = 0; q < RK; ++q) _mm512_storeu_ps(acc_mem + (r * RK + q) * kLanes, acc[r][q]);
+}
+
+// Images [lo, hi) into the dW rows (and db entries) of channel tiles [u0, u1), as
+// float32 sums.
+void backward_weight_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws, float* pw, float* pb,
+                              int64_t u0, int64_t u1) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  const WeightLayout16 l = weight_layout16(a);
+  const int64_t tiles_per_group = l.Cp / RC;
+  auto mine = [&](int64_t g, int64_t c) {
+    const int64_t u = g * tiles_per_group + c / RC;
+    return u >= u0 && u < u1;
+  };
+  auto group_is_mine = [&](int64_t g) { return g * tiles_per_group < u1 && (g + 1) * tiles_per_group > u0; };
+  float* acc = ws;  // [g][c tile][k tile][RC][RK][16], then [c_out][16] for the bias
+  float* bacc = acc + d.G * l.Cp * l.Kp * kLanes;
+  u16* chunk = reinterpret_cast<u16*>(acc + l.acc_floats);
+  zero_n(acc, l.acc_floats);
+  // A bfloat16 1.0 in every value: the bias sums are vdpbf16ps of gy' with it.
+  const __m512i ones = _mm512_set1_epi16(short(0x3f80));
+  std::vector<const u16*> xs(size_t(l.chunk)), xg(size_t(l.chunk)), gys(size_t(l.chunk));
+  for (int64_t i0 = lo; i0 < hi; i0 += l.chunk) {
+    const int64_t imgs = std::min(l.chunk, hi - i0);
+    for (int64_t m = 0; m < imgs; ++m) {
+      u16* xc = chunk + m * l.per_image;
+      u16* gyv = xc + l.x_elems;
+      const u16* xi = a.x + (i0 + m) * d.x_img;
+      if (v.padded) {
+        pad_image(s, v, xi, xc);
+        zero_n(xc + s.c_in * v.plane, l.x_elems - s.c_in * v.plane);
+        xi = xc;
+      } else if (i0 + m == s.n - 1 || (s.n - 1 - (i0 + m)) * d.x_img < l.Pw - v.Pv) {
+        copy_n(xc, xi, d.x_img);
+        zero_n(xc + d.x_img, l.x_elems - d.x_img);
+        xi = xc;
+      }
+      xs[size_t(m)] = xi;
+      for (int64_t g = 0; g < d.G; ++g) {
+        if (!group_is_mine(g)) continue;
+        u16* rows = gyv + g * l.Cp * l.Pw;
+        gy_rows16(a, i0 + m, g * d.cog, d.cog, rows, l.Pw);
+        zero_n(rows + d.cog * l.Pw, (l.Cp - d.cog) * l.Pw);
+        if (pb)
+          for (int64_t co = 0; co < d.cog; ++co) {
+            if (!mine(g, co)) continue;
+            float* bc = bacc + (g * d.cog + co) * kLanes;
+            __m512 sum = _mm512_loadu_ps(bc);
+            for (int64_t p = 0; p < l.Pw; p += kValues)
+              sum = _mm512_dpbf16_ps(sum, as_pairs(_mm512_loadu_si512(rows + co * l.Pw + p)), as_pairs(ones));
+            _mm512_storeu_ps(bc, sum);
+          }
+      }
+    }
+    for (int64_t g = 0; g < d.G; ++g) {
+      if (!group_is_mine(g)) continue;
+      for (int64_t m = 0; m < imgs; ++m) xg[size_t(m)] = xs[size_t(m)] + g * d.cig * v.plane;
+      for (int64_t c = 0; c < l.Cp; c += RC) {
+        if (!mine(g, c)) continue;
+        for (int64_t m = 0; m < imgs; ++m)
+          gys[size_t(m)] = chunk + m * l.per_image + l.x_elems + (g * l.Cp + c) * l.Pw;
+        for (int64_t k = 0; k < l.Kp; k += RK) {
+          int64_t toff[RK];
+          for (int q = 0; q < RK; ++q) toff[q] = v.off[size_t(std::min(k + q, d.K - 1))];  // padding taps: any row
+          dot_tile16(l, imgs, xg.data(), gys.data(), toff, acc + ((g * l.Cp + c) * l.Kp + k * RC) * kLanes);
+        }
+      }
+    }
+  }
+  for (int64_t g = 0; g < d.G; ++g)
+    for (int64_t c = 0; c < d.cog; ++c) {
+      if (!mine(g, c)) continue;
+      for (int64_t k = 0; k < d.K; ++k) {
+        const int64_t tile = (g * l.Cp + c / RC * RC) * l.Kp + k / RK * RK * RC;
+        pw[(g * d.cog + c) * d.K + k] = _mm512_reduce_add_ps(_mm512_loadu_ps(acc + (tile + c % RC * RK + k % RK) * kLanes));
+      }
+      if (pb) pb[g * d.cog + c] = _mm512_reduce_add_ps(_mm512_loadu_ps(bacc + (g * d.cog + c) * kLanes));
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Forward and input gradient: outer-product tiles of ROWS rows x 32 positions (two
+// registers of 16 float32 sums per row) over a depth of pairs; one broadcast pair of
+// the weight per row and step. ROWS is 12 or 6: the rows are padded with zero
+// weights to a multiple of 6, so two tiles serve every shape (each instantiation is
+// library size).
+constexpr int64_t kPanel = 32;  // output positions per tile
+constexpr int64_t kRowStep = 6;
+
+inline __m512bh broadcast_pair(uint32_t pair) { return (__m512bh)_mm512_set1_epi32(int(pair)); }
+
+inline uint32_t pair_bits(u16 lo, u16 hi) { return uint32_t(lo) | uint32_t(hi) << 16; }
+
+// The forward's taps in pairs: the taps (kx, kx + dil_w) of one channel and kernel
+// row, an odd last one alone. Pair j reads 32 values of x from off[j] + p and the
+// permute `idx` makes them the 16 pairs (x[q], x[q + dil_w]) of positions q = p ..
+// p + 15; a lone tap's mask zeroes the partner lanes (its weight is zero there, but
+// an Inf in x times that zero would be a NaN).
+struct TapPairs {
+  std::vector<int64_t> off, k0, k1;  // k1 = -1: a lone tap
+  std::vector<uint32_t> mask;
+  int64_t delta = 1;
+};
+
+[[gnu::noinline]] TapPairs tap_pairs(const Conv2dShape& s, const Conv2dDims& d, const Direct& v) {
+  TapPairs t;
+  const bool pairs = s.dil_w <= 16;  // the partner must sit in the same 32 values
+  t.delta = s.dil_w;
+  for (int64_t ci = 0; ci < d.cig; ++ci)
+    for (int64_t ky = 0; ky < s.kh; ++ky)
+      for (int64_t kx = 0; kx < s.kw; kx += pairs ? 2 : 1) {
+        const int64_t k = (ci * s.kh + ky) * s.kw + kx;
+        const bool lone = !pairs || kx + 1 >= s.kw;
+        t.off.push_back(v.off[size_t(k)]);
+        t.k0.push_back(k);
+        t.k1.push_back(lone ? -1 : k + 1);
+        t.mask.push_back(lone ? 0x55555555u : 0xffffffffu);
+      }
+  return t;
+}
+
+// C rows [ROWS][32] (row stride c_rs) = init (or 0) + sum over pairs j of the
+// broadcast weight pair a[i + j*a_cs] times x's pairs at x + off[j].
+template <int ROWS>
+[[gnu::noinline]] void forward_tile16(int64_t pairs, const uint32_t* a, int64_t a_cs, const u16* x,
+                                      const int64_t* off, const uint32_t* mask, __m512i idx, const float* init,
+                                      float* c, int64_t c_rs) {
+  __m512 acc[ROWS][2];
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = init ? _mm512_set1_ps(init[i]) : _mm512_setzero_ps();
+  for (int64_t j = 0; j < pairs; ++j) {
+    const u16* xj = x + off[j];
+    const __mmask32 m = mask[j];
+    const __m512bh b0 = (__m512bh)_mm512_maskz_permutexvar_epi16(m, idx, _mm512_loadu_si512(xj));
+    const __m512bh b1 = (__m512bh)_mm512_maskz_permutexvar_epi16(m, idx, _mm512_loadu_si512(xj + 16));
+    const uint32_t* aj = a + j * a_cs;
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+      const __m512bh ai = broadcast_pair(aj[i]);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) {
+    _mm512_storeu_ps(c + i * c_rs, acc[i][0]);
+    _mm512_storeu_ps(c + i * c_rs + 16, acc[i][1]);
+  }
+}
+
+// Rows [c + coff[i]][32] += sum over pairs j of a[i + j*a_cs] times the 16 pairs
+// per register of z + j*z_rs (already interleaved).
+template <int ROWS>
+[[gnu::noinline]] void scatter_tile16(int64_t pairs, const uint32_t* a, int64_t a_cs, const uint32_t* z, int64_t z_rs,
+                                      float* c, const int64_t* coff) {
+  __m512 acc[ROWS][2];
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < pairs; ++j) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(z + j * z_rs);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(z + j * z_rs + 16);
+    const uint32_t* aj = a + j * a_cs;
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+      const __m512bh ai = broadcast_pair(aj[i]);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) {
+    float* ci = c + coff[i];
+    _mm512_storeu_ps(ci, _mm512_add_ps(_mm512_loadu_ps(ci), acc[i][0]));
+    _mm512_storeu_ps(ci + 16, _mm512_add_ps(_mm512_loadu_ps(ci + 16), acc[i][1]));
+  }
+}
+
+// Forward scratch (floats): the output grid [Mp][Pr], a group's pooled values and
+// window bytes, the packed weight pairs [G][pairs][Mp], the bias [Mp], and the copied image with
+// its slack (bfloat16 values, two a float).
+struct ForwardLayout16 {
+  int64_t Mp, Pr, pairs, image, reach;
+  int64_t grid, pooled, window, weights, bias, xcopy;  // float offsets
+  int64_t total;
+};
+
+[[gnu::noinline]] ForwardLayout16 forward_layout16(const Args<u16>& a) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  ForwardLayout16 l;
+  l.Mp = round_up(d.cog, kRowStep);
+  l.Pr = round_up(v.Pv, kPanel);
+  l.pairs = d.cig * s.kh * (s.dil_w <= 16 ? cdiv(s.kw, 2) : s.kw);
+  l.image = s.c_in * v.plane;
+  // One past the furthest value read from an image's start: the last pair's 32
+  // values at its last panel's second register.
+  l.reach = v.off.empty() ? 0 : (d.G - 1) * d.cig * v.plane + v.off.back() + l.Pr + 16;
+  l.grid = 0;
+  // The pooled values and window bytes of a group, with 16 lanes of slack.
+  const int64_t pooled = d.cog * (s.h_out / 2) * (s.w_out / 2) + 16;
+  l.pooled = l.grid + l.Mp * l.Pr;
+  l.window = l.pooled + round_up(cdiv(pooled, 2), 16);
+  l.weights = l.window + round_up(cdiv(pooled, 4), 16);
+  l.bias = l.weights + round_up(d.G * l.pairs * l.Mp, 16);
+  l.xcopy = l.bias + round_up(l.Mp, 16);
+  l.total = l.xcopy + cdiv(std::max(l.image, l.reach), 2) + 16;
+  return l;
+}
+
+int64_t forward_scratch16(const Args<u16>& a) { return forward_layout16(a).total; }
+
+void forward_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  const ForwardLayout16 l = forward_layout16(a);
+  const TapPairs t = tap_pairs(s, d, v);
+  float* grid = ws + l.grid;
+  uint32_t* wp = reinterpret_cast<uint32_t*>(ws + l.weights);
+  float* bias = ws + l.bias;
+  u16* xcopy = reinterpret_cast<u16*>(ws + l.xcopy);
+  u16* ybuf = reinterpret_cast<u16*>(ws + l.pooled);
+  uint8_t* wbuf = reinterpret_cast<uint8_t*>(ws + l.window);
+  for (int64_t g = 0; g < d.G; ++g)
+    for (int64_t j = 0; j < l.pairs; ++j)
+      for (int64_t i = 0; i < l.Mp; ++i) {
+        const u16* wr = a.w + (g * d.cog + i) * d.K;
+        wp[(g * l.pairs + j) * l.Mp + i] =
+            i >= d.cog ? 0u : pair_bits(wr[t.k0[size_t(j)]], t.k1[size_t(j)] < 0 ? u16(0) : wr[t.k1[size_t(j)]]);
+      }
+  alignas(64) int16_t lanes[32];
+  for (int q = 0; q < 16; ++q) lanes[2 * q] = int16_t(q), lanes[2 * q + 1] = int16_t(q + t.delta % 32);
+  const __m512i idx = _mm512_load_si512(lanes);
+  if (l.reach > l.image) zero_n(xcopy + l.image, l.reach - l.image);
+  const int64_t ph = s.h_out / 2, pw = s.w_out / 2;
+  for (int64_t i = lo; i < hi; ++i) {
+    const u16* xi = a.x + i * d.x_img;
+    if (v.padded) {
+      pad_image(s, v, xi, xcopy);
+      xi = xcopy;
+    } else if (l.reach > (s.n - i) * l.image) {  // would read past the batch's last image
+      copy_n(xcopy, xi, l.image);
+      xi = xcopy;
+    }
+    for (int64_t g = 0; g < d.G; ++g) {
+      const u16* xg = xi + g * d.cig * v.plane;
+      const float* init = nullptr;
+      if (a.bias) {
+        for (int64_t r = 0; r < l.Mp; ++r) bias[r] = r < d.cog ? bfloat16_bits_to_float(a.bias[g * d.cog + r]) : 0.f;
+        init = bias;
+      }
+      const uint32_t* wg = wp + g * l.pairs * l.Mp;
+      for (int64_t p0 = 0; p0 < v.Pv; p0 += kPanel)
+        for (int64_t r0 = 0; r0 < l.Mp; r0 += 2 * kRowStep) {
+          const float* in = init ? init + r0 : nullptr;
+          if (l.Mp - r0 >= 2 * kRowStep)
+            forward_tile16<2 * kRowStep>(l.pairs, wg + r0, l.Mp, xg + p0, t.off.data(), t.mask.data(), idx, in,
+                                         grid + r0 * l.Pr + p0, l.Pr);
+          else
+            forward_tile16<kRowStep>(l.pairs, wg + r0, l.Mp, xg + p0, t.off.data(), t.mask.data(), idx, in,
+                                     grid + r0 * l.Pr + p0, l.Pr);
+        }
+      if (a.relu_pool) {
+        const int64_t o = (i * s.c_out + g * d.cog) * ph * pw;
+        // Pooled into scratch with slack, then copied: the group's values and
+        // window bytes are contiguous in y and window.
+        const int64_t count = d.cog * ph * pw;
+        pool_planes16(grid, d.cog, l.Pr, v.Wv, s.h_out, s.w_out, ybuf, a.window ? wbuf : nullptr);
+        copy_n(a.out + o, ybuf, count);
+        if (a.window) copy_n(a.window + o, wbuf, count);
+      } else {
+        for (int64_t co = 0; co < d.cog; ++co)
+          for (int64_t oy = 0; oy < s.h_out; ++oy)
+            store_row16(grid + co * l.Pr + oy * v.Wv, a.out + i * d.y_img + (g * d.cog + co) * d.P + oy * s.w_out,
+                        s.w_out);
+      }
+    }
+  }
+}
+
+// Input gradient. Pairs run over output channels: z[cp][q] = (gy'[2cp][q],
+// gy'[2cp + 1][q]) on the grid, the weight pairs (W[2cp][k], W[2cp + 1][k]) for the
+// rows, which are taps in scatter order (Direct::order), padded to a multiple of 6
+// with zero rows whose offset points past the planes, into slack. Sums go to a
+// float32 grid, rounded to bfloat16 once per image.
+struct InputLayout16 {
+  int64_t Kt, CP, Pr;
+  int64_t weights, grid, grid_elems, rows, z;  // float offsets
+  int64_t total;
+};
+
+[[gnu::noinline]] InputLayout16 input_layout16(const Args<u16>& a) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  InputLayout16 l;
+  l.Kt = round_up(d.K, kRowStep);
+  l.CP = cdiv(d.cog, 2);
+  l.Pr = round_up(v.Pv, kPanel);
+  l.weights = 0;
+  l.grid = round_up(d.G * l.CP * l.Kt, 16);
+  l.grid_elems = s.c_in * v.plane + l.Pr + kPanel;
+  l.rows = l.grid + round_up(l.grid_elems, 16);
+  l.z = l.rows + cdiv(2 * l.CP * l.Pr, 2);
+  l.total = l.z + l.CP * l.Pr;
+  return l;
+}
+
+int64_t backward_input_scratch16(const Args<u16>& a) { return input_layout16(a).total; }
+
+void backward_input_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  const Direct& v = *a.v;
+  const InputLayout16 l = input_layout16(a);
+  uint32_t* wtp = reinterpret_cast<uint32_t*>(ws + l.weights);  // [G][CP][Kt]
+  float* grid = ws + l.grid;
+  u16* rows = reinterpret_cast<u16*>(ws + l.rows);  // gy' [2 CP][Pr]
+  uint32_t* z = reinterpret_cast<uint32_t*>(ws + l.z);
+  for (int64_t g = 0; g < d.G; ++g)
+    for (int64_t cp = 0; cp < l.CP; ++cp)
+      for (int64_t j = 0; j < l.Kt; ++j) {
+        const int64_t c0 = g * d.cog + 2 * cp, k = j < d.K ? v.order[size_t(j)] : 0;
+        const u16 lo16 = j < d.K ? a.w[c0 * d.K + k] : u16(0);
+        const u16 hi16 = j < d.K && 2 * cp + 1 < d.cog ? a.w[(c0 + 1) * d.K + k] : u16(0);
+        wtp[(g * l.CP + cp) * l.Kt + j] = pair_bits(lo16, hi16);
+      }
+  std::vector<int64_t> soff(size_t(l.Kt));
+  // Lanes of the pair interleave: r0[q], r1[q] for q in the low (then high) 16.
+  alignas(64) int16_t lanes_lo[32], lanes_hi[32];
+  for (int q = 0; q < 16; ++q) {
+    lanes_lo[2 * q] = int16_t(q), lanes_lo[2 * q + 1] = int16_t(32 + q);
+    lanes_hi[2 * q] = int16_t(16 + q), lanes_hi[2 * q + 1] = int16_t(48 + q);
+  }
+  const __m512i idx_lo = _mm512_load_si512(lanes_lo), idx_hi = _mm512_load_si512(lanes_hi);
+  for (int64_t i = lo; i < hi; ++i) {
+    zero_n(grid, l.grid_elems);
+    for (int64_t g = 0; g < d.G; ++g) {
+      gy_rows16(a, i, g * d.cog, d.cog, rows, l.Pr);
+      if (d.cog % 2) zero_n(rows + d.cog * l.Pr, l.Pr);
+      for (int64_t cp = 0; cp < l.CP; ++cp) {
+        const u16* r0 = rows + 2 * cp * l.Pr;
+        const u16* r1 = r0 + l.Pr;
+        for (int64_t p = 0; p < l.Pr; p += kValues) {
+          const __m512i u0 = _mm512_loadu_si512(r0 + p), u1 = _mm512_loadu_si512(r1 + p);
+          _mm512_storeu_si512(z + cp * l.Pr + p, _mm512_permutex2var_epi16(u0, idx_lo, u1));
+          _mm512_storeu_si512(z + cp * l.Pr + p + 16, _mm512_permutex2var_epi16(u0, idx_hi, u1));
+        }
+      }
+      float* gxg = grid + g * d.cig * v.plane;
+      const int64_t slack = (s.c_in - g * d.cig) * v.plane;  // padding rows add their zeros here
+      for (int64_t j = 0; j < l.Kt; ++j) soff[size_t(j)] = j < d.K ? v.scatter_off[size_t(j)] : slack;
+      const uint32_t* wg = wtp + g * l.CP * l.Kt;
+      for (int64_t p0 = 0; p0 < v.Pv; p0 += kPanel)
+        for (int64_t r0 = 0; r0 < l.Kt; r0 += 2 * kRowStep) {
+          if (l.Kt - r0 >= 2 * kRowStep)
+            scatter_tile16<2 * kRowStep>(l.CP, wg + r0, l.Kt, z + p0, l.Pr, gxg + p0, soff.data() + r0);
+          else
+            scatter_tile16<kRowStep>(l.CP, wg + r0, l.Kt, z + p0, l.Pr, gxg + p0, soff.data() + r0);
+        }
+    }
+    for (int64_t ci = 0; ci < s.c_in; ++ci)
+      for (int64_t iy = 0; iy < s.h; ++iy)
+        store_row16(grid + ci * v.plane + (iy + s.pad_h) * v.Wv + s.pad_w, a.out + i * d.x_img + (ci * s.h + iy) * s.w,
+                    s.w);
+  }
+}
+
+constexpr DirectBf16Kernels kBf16{"avx512_bf16",          forward_images16,         backward_input_images16,
+                                  backward_weight_images16, forward_scratch16,      backward_input_scratch16,
+                                  weight_scratch16,         weight_units16};
+
+}  // namespace
+}  // namespace ember::cpu::conv2d_detail
+EMBER_ISA_END
+
+namespace ember::cpu::conv2d_detail {
+const DirectBf16Kernels* direct_kernels_bf16() { return &kBf16; }
+}  // namespace ember::cpu::conv2d_detail
+
+#else
+
+namespace ember::cpu::conv2d_detail {
+const DirectBf16Kernels* direct_kernels_bf16() { return nullptr; }
+}  // namespace ember::cpu::conv2d_detail
+
+#endif
