@@ -71,14 +71,68 @@ inline __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_m
   }
 }
 
-// relu_pool_forward_planes (relu_pool_impl.h) with each value rounded to bfloat16
-// first and bfloat16 results: the same maximum, position and ReLU mask rules, 16
-// pooled values a step.
-[[gnu::noinline]] void pool_planes16(const float* conv, int64_t planes, int64_t plane_stride, int64_t row_stride, int64_t h_out,
-                   int64_t w_out, u16* y, uint8_t* window) {
-  const int64_t ph = h_out / 2, pw = w_out / 2;
+// One step of the pooling: a0 a1 hold the top rows of 16 windows (window i's two
+// values at lanes 2i and 2i + 1 of their concatenation), b0 b1 the bottom rows, each
+// value already rounded to bfloat16. Returns the pooled values after ReLU; k gets
+// each window's position and ReLU bit. Positions are tried in row-major order, a
+// later one replacing the running maximum when it is larger or NaN.
+inline __m512 pool_step16(__m512 a0, __m512 a1, __m512 b0, __m512 b1, __m512i* k_out) {
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512 cand[3] = {_mm512_permutex2var_ps(a0, odd, a1), _mm512_permutex2var_ps(b0, even, b1),
+                          _mm512_permutex2var_ps(b0, odd, b1)};
+  __m512 m = _mm512_permutex2var_ps(a0, even, a1);
+  __m512i k = _mm512_setzero_si512();
+  for (int c = 0; c < 3; ++c) {
+    const __mmask16 takes =
+        _mm512_cmp_ps_mask(cand[c], m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(cand[c], cand[c], _CMP_UNORD_Q);
+    m = _mm512_mask_mov_ps(m, takes, cand[c]);
+    k = _mm512_mask_mov_epi32(k, takes, _mm512_set1_epi32(c + 1));
+  }
+  const __mmask16 passes = _mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_GT_OQ);
+  const __mmask16 keep = passes | _mm512_cmp_ps_mask(m, m, _CMP_UNORD_Q);
+  *k_out = _mm512_mask_or_epi32(k, passes, k, _mm512_set1_epi32(kPasses));
+  return _mm512_maskz_mov_ps(keep, m);
+}
+
+// 2*pw <= 8 values of a conv row, rounded, in a 256-bit half.
+inline __m256 short_row(const float* r, __mmask8 m) {
+  return _mm512_castps512_ps256(widen(to_bf16(_mm512_castps256_ps512(_mm256_maskz_loadu_ps(m, r)))));
+}
+
+// relu_pool_forward_planes (relu_pool_impl.h) with each value rounded to bfloat16
+// first and bfloat16 results: the same maximum, position and ReLU mask rules, 16
+// windows a step. Rows of up to 4 pooled values (the seed network's conv2) take
+// four rows a step, lane 4r + q holding window q of row r, and compress the lanes
+// of narrower rows; longer rows take 16 windows of one row a step.
+[[gnu::noinline]] void pool_planes16(const float* conv, int64_t planes, int64_t plane_stride, int64_t row_stride,
+                                     int64_t h_out, int64_t w_out, u16* y, uint8_t* window) {
+  const int64_t ph = h_out / 2, pw = w_out / 2;
+  if (pw <= 4) {
+    const __mmask8 m8 = __mmask8((1u << (2 * pw)) - 1u);
+    const __mmask16 valid = __mmask16(0x1111u * ((1u << pw) - 1u));  // q < pw in each group of 4
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t py = 0; py < ph; py += 4) {
+        const int64_t rows = std::min<int64_t>(4, ph - py);
+        __m256 top[4], bottom[4];
+        for (int r = 0; r < 4; ++r) {
+          const float* r0 = conv + p * plane_stride + 2 * (py + std::min<int64_t>(r, rows - 1)) * row_stride;
+          top[r] = short_row(r0, m8);
+          bottom[r] = short_row(r0 + row_stride, m8);
+        }
+        auto join = [](__m256 lo, __m256 hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1); };
+        __m512i k;
+        const __m512 v = pool_step16(join(top[0], top[1]), join(top[2], top[3]), join(bottom[0], bottom[1]),
+                                     join(bottom[2], bottom[3]), &k);
+        const __mmask16 keep = __mmask16(valid & ((1u << (4 * rows)) - 1u));
+        const int n = __builtin_popcount(keep);
+        const int64_t o = (p * ph + py) * pw;
+        _mm256_mask_storeu_epi16(y + o, __mmask16((1u << n) - 1u), to_bf16(_mm512_maskz_compress_ps(keep, v)));
+        if (window)
+          _mm512_mask_cvtepi32_storeu_epi8(window + o, __mmask16((1u << n) - 1u), _mm512_maskz_compress_epi32(keep, k));
+      }
+    return;
+  }
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t py = 0; py < ph; ++py) {
       const float* r0 = conv + p * plane_stride + 2 * py * row_stride;
@@ -87,62 +141,81 @@ inline __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_m
       for (int64_t j = 0; j < pw; j += 16) {
         const int64_t cols = 2 * std::min<int64_t>(16, pw - j);
         const __mmask16 ma = low16(cols), mb = low16(cols - 16 > 0 ? cols - 16 : 0);
-        const __m512 a0 = widen(to_bf16(_mm512_maskz_loadu_ps(ma, r0 + 2 * j)));
-        const __m512 a1 = widen(to_bf16(_mm512_maskz_loadu_ps(mb, r0 + 2 * j + 16)));
-        const __m512 b0 = widen(to_bf16(_mm512_maskz_loadu_ps(ma, r1 + 2 * j)));
-        const __m512 b1 = widen(to_bf16(_mm512_maskz_loadu_ps(mb, r1 + 2 * j + 16)));
-        // Window positions in row-major order: a later one replaces the running
-        // maximum when it is larger or NaN.
-        const __m512 cand[3] = {_mm512_permutex2var_ps(a0, odd, a1), _mm512_permutex2var_ps(b0, even, b1),
-                                _mm512_permutex2var_ps(b0, odd, b1)};
-        __m512 m = _mm512_permutex2var_ps(a0, even, a1);
-        __m512i k = _mm512_setzero_si512();
-        for (int c = 0; c < 3; ++c) {
-          const __mmask16 takes =
-              _mm512_cmp_ps_mask(cand[c], m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(cand[c], cand[c], _CMP_UNORD_Q);
-          m = _mm512_mask_mov_ps(m, takes, cand[c]);
-          k = _mm512_mask_mov_epi32(k, takes, _mm512_set1_epi32(c + 1));
-        }
-        const __mmask16 passes = _mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_GT_OQ);
-        const __mmask16 keep = passes | _mm512_cmp_ps_mask(m, m, _CMP_UNORD_Q);
+        __m512i k;
+        const __m512 v = pool_step16(widen(to_bf16(_mm512_maskz_loadu_ps(ma, r0 + 2 * j))),
+                                     widen(to_bf16(_mm512_maskz_loadu_ps(mb, r0 + 2 * j + 16))),
+                                     widen(to_bf16(_mm512_maskz_loadu_ps(ma, r1 + 2 * j))),
+                                     widen(to_bf16(_mm512_maskz_loadu_ps(mb, r1 + 2 * j + 16))), &k);
         // Whole 16-lane stores: the lanes past the row are overwritten by the next
         // row, or land in the slack the caller leaves after the last.
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + o + j), to_bf16(_mm512_maskz_mov_ps(keep, m)));
-        if (window)
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(window + o + j),
-                           _mm512_cvtepi32_epi8(_mm512_mask_or_epi32(k, passes, k, _mm512_set1_epi32(kPasses))));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + o + j), to_bf16(v));
+        if (window) _mm_storeu_si128(reinterpret_cast<__m128i*>(window + o + j), _mm512_cvtepi32_epi8(k));
       }
     }
 }
 
+// The conv rows of 16 windows from their pooled gradients g and window bytes w
+// (one per 32-bit lane): where the window passed ReLU (and g is not a zero: a -0
+// arrives as +0, as in relu_pool_impl.h), g at the window's position, else 0. Lane
+// i's 32 bits are columns 2i (low half) and 2i + 1 (high half) of the top row (top)
+// and of the bottom row (bottom).
+inline void spread_step16(__m512i g, __m512i w, __m512i* top, __m512i* bottom) {
+  const __mmask16 passes =
+      _mm512_test_epi32_mask(w, _mm512_set1_epi32(kPasses)) & _mm512_test_epi32_mask(g, _mm512_set1_epi32(0x7fff));
+  const __m512i k = _mm512_and_si512(w, _mm512_set1_epi32(3));
+  auto at = [&](int q) { return _mm512_maskz_mov_epi32(passes & _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(q)), g); };
+  *top = _mm512_or_si512(at(0), _mm512_slli_epi32(at(1), 16));
+  *bottom = _mm512_or_si512(at(2), _mm512_slli_epi32(at(3), 16));
+}
+
 // spread_pooled_rows (relu_pool_impl.h) for bfloat16: each dst row zeroed, then the
-// pooled gradient written at its window's position where it passed ReLU (a -0 as
-// +0, as there), 16 pooled values a step.
-[[gnu::noinline]] void spread_pooled16(const Conv2dShape& s, const Direct& v, const u16* gy, const uint8_t* window, int64_t rows,
-                     u16* dst, int64_t ld) {
+// pooled gradient written at its window's positions, 16 windows a step. As in
+// pool_planes16, rows of up to 4 pooled values take four rows a step (lane 4r + q).
+[[gnu::noinline]] void spread_pooled16(const Conv2dShape& s, const Direct& v, const u16* gy, const uint8_t* window,
+                                       int64_t rows, u16* dst, int64_t ld) {
   const int64_t ph = s.h_out / 2, pw = s.w_out / 2;
-  const __m512i three = _mm512_set1_epi32(3), magnitude = _mm512_set1_epi32(0x7fff);
   for (int64_t r = 0; r < rows; ++r) {
     u16* d = dst + r * ld;
     zero_n(d, ld);
-    for (int64_t py = 0; py < ph; ++py) {
-      const int64_t o = (r * ph + py) * pw;
-      u16* row0 = d + 2 * py * v.Wv;
-      u16* row1 = row0 + v.Wv;
-      for (int64_t j = 0; j < pw; j += 16) {
-        const int64_t cnt = std::min<int64_t>(16, pw - j);
-        const __mmask16 n16 = low16(cnt);
-        const __m512i g = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(n16, gy + o + j));
-        const __m512i w = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(n16, window + o + j));
-        const __mmask16 passes =
-            _mm512_test_epi32_mask(w, _mm512_set1_epi32(kPasses)) & _mm512_test_epi32_mask(g, magnitude);
-        const __m512i k = _mm512_and_si512(w, three);
-        auto at = [&](int q) { return _mm512_maskz_mov_epi32(passes & _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(q)), g); };
-        // Lane i's 32 bits are columns 2i (low half) and 2i + 1 (high half).
-        const __m512i top = _mm512_or_si512(at(0), _mm512_slli_epi32(at(1), 16));
-        const __m512i bottom = _mm512_or_si512(at(2), _mm512_slli_epi32(at(3), 16));
-        _mm512_mask_storeu_epi16(row0 + 2 * j, low32(2 * cnt), top);
-        _mm512_mask_storeu_epi16(row1 + 2 * j, low32(2 * cnt), bottom);
+    if (pw <= 4) {
+      const __mmask8 m8 = __mmask8((1u << pw) - 1u), m_out = __mmask8((1u << (2 * pw)) - 1u);
+      for (int64_t py = 0; py < ph; py += 4) {
+        const int64_t n = std::min<int64_t>(4, ph - py);
+        // Rows past the last are zeros, and nothing of them is stored.
+        __m128i g[4], w[4];
+        for (int q = 0; q < 4; ++q) {
+          const int64_t o = (r * ph + py + q) * pw;
+          g[q] = q < n ? _mm_maskz_loadu_epi16(m8, gy + o) : _mm_setzero_si128();
+          w[q] = q < n ? _mm_maskz_loadu_epi8(__mmask16(m8), window + o) : _mm_setzero_si128();
+        }
+        const __m256i g16 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi64(g[0], g[1])),
+                                                    _mm_unpacklo_epi64(g[2], g[3]), 1);
+        const __m128i w16 = _mm_unpacklo_epi64(_mm_unpacklo_epi32(w[0], w[1]), _mm_unpacklo_epi32(w[2], w[3]));
+        __m512i top, bottom;
+        spread_step16(_mm512_cvtepu16_epi32(g16), _mm512_cvtepu8_epi32(w16), &top, &bottom);
+        const __m128i t[4] = {_mm512_extracti32x4_epi32(top, 0), _mm512_extracti32x4_epi32(top, 1),
+                              _mm512_extracti32x4_epi32(top, 2), _mm512_extracti32x4_epi32(top, 3)};
+        const __m128i u[4] = {_mm512_extracti32x4_epi32(bottom, 0), _mm512_extracti32x4_epi32(bottom, 1),
+                              _mm512_extracti32x4_epi32(bottom, 2), _mm512_extracti32x4_epi32(bottom, 3)};
+        for (int q = 0; q < n; ++q) {
+          u16* row0 = d + 2 * (py + q) * v.Wv;
+          _mm_mask_storeu_epi16(row0, m_out, t[q]);
+          _mm_mask_storeu_epi16(row0 + v.Wv, m_out, u[q]);
+        }
+      }
+    } else {
+      for (int64_t py = 0; py < ph; ++py) {
+        const int64_t o = (r * ph + py) * pw;
+        u16* row0 = d + 2 * py * v.Wv;
+        for (int64_t j = 0; j < pw; j += 16) {
+          const int64_t cnt = std::min<int64_t>(16, pw - j);
+          const __mmask16 n16 = low16(cnt);
+          __m512i top, bottom;
+          spread_step16(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(n16, gy + o + j)),
+                        _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(n16, window + o + j)), &top, &bottom);
+          _mm512_mask_storeu_epi16(row0 + 2 * j, low32(2 * cnt), top);
+          _mm512_mask_storeu_epi16(row0 + v.Wv + 2 * j, low32(2 * cnt), bottom);
+        }
       }
     }
   }
