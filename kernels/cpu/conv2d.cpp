@@ -332,7 +332,7 @@ void bf16_backward_input(const Conv2dShape& s, const void* gy, const uint8_t* wi
     std::fill(static_cast<BFloat16*>(gx), static_cast<BFloat16*>(gx) + s.n * d.x_img, BFloat16(0.f));
     return;
   }
-  const Direct v(s, d, true);
+  const Direct v(s, d, false);  // the bfloat16 tiles need no scatter order
   const DirectBf16Kernels& k = *bf16_direct_table();
   Args<uint16_t> a{&s, &d, &v, nullptr, bits(w), nullptr, bits(gy), static_cast<uint16_t*>(gx)};
   a.gy_window = window;

@@ -454,16 +454,16 @@ template <int ROWS>
 }
 
 // Rows [c + coff[i]][32] += sum over pairs j of a[i + j*a_cs] times the 16 pairs
-// per register of z + j*z_rs (already interleaved).
+// per register of z + boff[j] (already interleaved).
 template <int ROWS>
-[[gnu::noinline]] void scatter_tile16(int64_t pairs, const uint32_t* a, int64_t a_cs, const uint32_t* z, int64_t z_rs,
-                                      float* c, const int64_t* coff) {
+[[gnu::noinline]] void scatter_tile16(int64_t pairs, const uint32_t* a, int64_t a_cs, const uint32_t* z,
+                                      const int64_t* boff, float* c, const int64_t* coff) {
   __m512 acc[ROWS][2];
 #pragma GCC unroll 16
   for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int64_t j = 0; j < pairs; ++j) {
-    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(z + j * z_rs);
-    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(z + j * z_rs + 16);
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(z + boff[j]);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(z + boff[j] + 16);
     const uint32_t* aj = a + j * a_cs;
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i) {
@@ -584,31 +584,40 @@ void forward_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws) {
   }
 }
 
-// Input gradient. Pairs run over output channels: z[cp][q] = (gy'[2cp][q],
-// gy'[2cp + 1][q]) on the grid, the weight pairs (W[2cp][k], W[2cp + 1][k]) for the
-// rows, which are taps in scatter order (Direct::order), padded to a multiple of 6
-// with zero rows whose offset points past the planes, into slack. Sums go to a
-// float32 grid, rounded to bfloat16 once per image.
+// Input gradient. gx[ci][ky*Wv + p] (in units of the dilations) collects, over
+// output channels co and kernel columns kx, W[co][ci][ky][kx] * gy'[co][p - kx]: so
+// a tile's rows are (ky, ci) (ky outermost: consecutive rows land in different
+// channels, and one row's read-modify-write never waits on the store of the row
+// before it) and its depth runs over (channel pair, kx), five times deeper than rows
+// of single taps, so each row's sums are added into the grid a fifth as often. The
+// B rows are z[cp][q] = (gy'[2cp][q], gy'[2cp + 1][q]), read shifted left by kx
+// (zeros before the row and past Pv), over positions p < Pv + (kw - 1)*dil_w. Rows
+// are padded to a multiple of 6 with zero weights whose offset points past the
+// planes, into slack. Sums go to a float32 grid, rounded to bfloat16 once per image.
 struct InputLayout16 {
-  int64_t Kt, CP, Pr;
+  int64_t R, Rp, D, CP, Pe, lead, zs;     // rows, padded rows, depth, pairs, positions, z's lead and row stride
   int64_t weights, grid, grid_elems, rows, z;  // float offsets
   int64_t total;
 };
 
-[[gnu::noinline]] InputLayout16 input_layout16(const Args<u16>& a) {
+InputLayout16 input_layout16(const Args<u16>& a) {
   const Conv2dShape& s = *a.s;
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
   InputLayout16 l;
-  l.Kt = round_up(d.K, kRowStep);
+  l.R = s.kh * d.cig;
+  l.Rp = round_up(l.R, kRowStep);
   l.CP = cdiv(d.cog, 2);
-  l.Pr = round_up(v.Pv, kPanel);
+  l.D = l.CP * s.kw;
+  l.Pe = round_up(v.Pv + (s.kw - 1) * s.dil_w, kPanel);
+  l.lead = round_up((s.kw - 1) * s.dil_w, 16);
+  l.zs = l.lead + l.Pe;
   l.weights = 0;
-  l.grid = round_up(d.G * l.CP * l.Kt, 16);
-  l.grid_elems = s.c_in * v.plane + l.Pr + kPanel;
+  l.grid = round_up(d.G * l.D * l.Rp, 16);
+  l.grid_elems = s.c_in * v.plane + l.Pe + kPanel;
   l.rows = l.grid + round_up(l.grid_elems, 16);
-  l.z = l.rows + cdiv(2 * l.CP * l.Pr, 2);
-  l.total = l.z + l.CP * l.Pr;
+  l.z = l.rows + round_up(l.CP * l.Pe, 16);  // gy' rows: 2 CP rows of Pe bfloat16 values
+  l.total = l.z + l.CP * l.zs;
   return l;
 }
 
@@ -619,19 +628,25 @@ void backward_input_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* 
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
   const InputLayout16 l = input_layout16(a);
-  uint32_t* wtp = reinterpret_cast<uint32_t*>(ws + l.weights);  // [G][CP][Kt]
+  uint32_t* wtp = reinterpret_cast<uint32_t*>(ws + l.weights);  // [G][D][Rp]
   float* grid = ws + l.grid;
-  u16* rows = reinterpret_cast<u16*>(ws + l.rows);  // gy' [2 CP][Pr]
+  u16* rows = reinterpret_cast<u16*>(ws + l.rows);
   uint32_t* z = reinterpret_cast<uint32_t*>(ws + l.z);
+  const int64_t taps = s.kh * s.kw;
   for (int64_t g = 0; g < d.G; ++g)
     for (int64_t cp = 0; cp < l.CP; ++cp)
-      for (int64_t j = 0; j < l.Kt; ++j) {
-        const int64_t c0 = g * d.cog + 2 * cp, k = j < d.K ? v.order[size_t(j)] : 0;
-        const u16 lo16 = j < d.K ? a.w[c0 * d.K + k] : u16(0);
-        const u16 hi16 = j < d.K && 2 * cp + 1 < d.cog ? a.w[(c0 + 1) * d.K + k] : u16(0);
-        wtp[(g * l.CP + cp) * l.Kt + j] = pair_bits(lo16, hi16);
-      }
-  std::vector<int64_t> soff(size_t(l.Kt));
+      for (int64_t kx = 0; kx < s.kw; ++kx)
+        for (int64_t r = 0; r < l.Rp; ++r) {
+          const int64_t c0 = g * d.cog + 2 * cp, ky = r / d.cig, ci = r % d.cig;
+          const int64_t k = ci * taps + ky * s.kw + kx;  // the tap's index in a weight row
+          const u16 lo16 = r < l.R ? a.w[c0 * d.K + k] : u16(0);
+          const u16 hi16 = r < l.R && 2 * cp + 1 < d.cog ? a.w[(c0 + 1) * d.K + k] : u16(0);
+          wtp[(g * l.D + cp * s.kw + kx) * l.Rp + r] = pair_bits(lo16, hi16);
+        }
+  std::vector<int64_t> boff(size_t(l.D)), soff(size_t(l.Rp));
+  for (int64_t cp = 0; cp < l.CP; ++cp)
+    for (int64_t kx = 0; kx < s.kw; ++kx) boff[size_t(cp * s.kw + kx)] = cp * l.zs + l.lead - kx * s.dil_w;
+  for (int64_t cp = 0; cp < l.CP; ++cp) zero_n(z + cp * l.zs, l.lead);
   // Lanes of the pair interleave: r0[q], r1[q] for q in the low (then high) 16.
   alignas(64) int16_t lanes_lo[32], lanes_hi[32];
   for (int q = 0; q < 16; ++q) {
@@ -642,27 +657,29 @@ void backward_input_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* 
   for (int64_t i = lo; i < hi; ++i) {
     zero_n(grid, l.grid_elems);
     for (int64_t g = 0; g < d.G; ++g) {
-      gy_rows16(a, i, g * d.cog, d.cog, rows, l.Pr);
-      if (d.cog % 2) zero_n(rows + d.cog * l.Pr, l.Pr);
+      gy_rows16(a, i, g * d.cog, d.cog, rows, l.Pe);
+      if (d.cog % 2) zero_n(rows + d.cog * l.Pe, l.Pe);
       for (int64_t cp = 0; cp < l.CP; ++cp) {
-        const u16* r0 = rows + 2 * cp * l.Pr;
-        const u16* r1 = r0 + l.Pr;
-        for (int64_t p = 0; p < l.Pr; p += kValues) {
+        const u16* r0 = rows + 2 * cp * l.Pe;
+        const u16* r1 = r0 + l.Pe;
+        uint32_t* zr = z + cp * l.zs + l.lead;
+        for (int64_t p = 0; p < l.Pe; p += kValues) {
           const __m512i u0 = _mm512_loadu_si512(r0 + p), u1 = _mm512_loadu_si512(r1 + p);
-          _mm512_storeu_si512(z + cp * l.Pr + p, _mm512_permutex2var_epi16(u0, idx_lo, u1));
-          _mm512_storeu_si512(z + cp * l.Pr + p + 16, _mm512_permutex2var_epi16(u0, idx_hi, u1));
+          _mm512_storeu_si512(zr + p, _mm512_permutex2var_epi16(u0, idx_lo, u1));
+          _mm512_storeu_si512(zr + p + 16, _mm512_permutex2var_epi16(u0, idx_hi, u1));
         }
       }
       float* gxg = grid + g * d.cig * v.plane;
       const int64_t slack = (s.c_in - g * d.cig) * v.plane;  // padding rows add their zeros here
-      for (int64_t j = 0; j < l.Kt; ++j) soff[size_t(j)] = j < d.K ? v.scatter_off[size_t(j)] : slack;
-      const uint32_t* wg = wtp + g * l.CP * l.Kt;
-      for (int64_t p0 = 0; p0 < v.Pv; p0 += kPanel)
-        for (int64_t r0 = 0; r0 < l.Kt; r0 += 2 * kRowStep) {
-          if (l.Kt - r0 >= 2 * kRowStep)
-            scatter_tile16<2 * kRowStep>(l.CP, wg + r0, l.Kt, z + p0, l.Pr, gxg + p0, soff.data() + r0);
+      for (int64_t r = 0; r < l.Rp; ++r)
+        soff[size_t(r)] = r < l.R ? r % d.cig * v.plane + r / d.cig * s.dil_h * v.Wv : slack;
+      const uint32_t* wg = wtp + g * l.D * l.Rp;
+      for (int64_t p0 = 0; p0 < l.Pe; p0 += kPanel)
+        for (int64_t r0 = 0; r0 < l.Rp; r0 += 2 * kRowStep) {
+          if (l.Rp - r0 >= 2 * kRowStep)
+            scatter_tile16<2 * kRowStep>(l.D, wg + r0, l.Rp, z + p0, boff.data(), gxg + p0, soff.data() + r0);
           else
-            scatter_tile16<kRowStep>(l.CP, wg + r0, l.Kt, z + p0, l.Pr, gxg + p0, soff.data() + r0);
+            scatter_tile16<kRowStep>(l.D, wg + r0, l.Rp, z + p0, boff.data(), gxg + p0, soff.data() + r0);
         }
     }
     for (int64_t ci = 0; ci < s.c_in; ++ci)
