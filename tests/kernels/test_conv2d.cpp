@@ -76,8 +76,8 @@ std::vector<Case> cases() {
       {"net conv1, batch 3", shape(3, 1, 28, 28, 6, 5, 5), true},
       {"net conv2, batch 5", shape(5, 6, 12, 12, 12, 5, 5), true},
       {"net conv2, batch 1", shape(1, 6, 12, 12, 12, 5, 5), true},
-      // More images than the weight gradient's 16 ranges: partials summed in order.
-      {"net conv2, batch 37", shape(37, 6, 12, 12, 12, 5, 5), true},
+      // Several weight-gradient ranges (50 images or more each): partials summed in order.
+      {"net conv2, batch 101", shape(101, 6, 12, 12, 12, 5, 5), true},
       {"stride 2, pad 1, batch 21 (im2col path)", shape(21, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1), true},
   };
 }
@@ -256,13 +256,14 @@ TEST_CASE("conv2d repeated calls reuse scratch and give the same result", "[kern
 
 TEST_CASE("conv2d weight gradient has the same bits on any number of threads", "[kernels][conv2d]") {
   // The batch is cut into ranges fixed by the shape, so a seeded training run does
-  // not depend on --threads. Batches below, at and above the 16 ranges; both paths.
+  // not depend on --threads. Batches of one range, two, and the most (16); both paths.
   struct Restore {
     int threads = ember::get_num_threads();
     ~Restore() { ember::set_num_threads(threads); }
   } restore;
   const Conv2dShape shapes[] = {shape(100, 1, 28, 28, 6, 5, 5), shape(100, 6, 12, 12, 12, 5, 5),
                                 shape(16, 6, 12, 12, 12, 5, 5), shape(7, 6, 12, 12, 12, 5, 5),
+                                shape(850, 6, 12, 12, 12, 5, 5),
                                 shape(40, 3, 17, 17, 8, 3, 3, 2, 2, 1, 1)};
   for (const Conv2dShape& s : shapes) {
     std::mt19937 g(7);
@@ -365,7 +366,7 @@ TEST_CASE("conv2d bfloat16 (the stride-1 direct kernels) matches the definition 
   using ember::BFloat16;
   const std::vector<Case> direct_cases = {
       {"the net's conv1, batch 3", shape(3, 1, 28, 28, 6, 5, 5), true},
-      {"the net's conv2, batch 40 (thread team, weight ranges)", shape(40, 6, 12, 12, 12, 5, 5), true},
+      {"the net's conv2, batch 100 (thread team, two weight ranges)", shape(100, 6, 12, 12, 12, 5, 5), true},
       {"13 channels out (padded rows, an odd channel pair), pad 1", shape(2, 3, 9, 10, 13, 3, 3, 1, 1, 1, 1), true},
       {"dilation 2 (taps paired 2 apart), pad 2x1", shape(2, 2, 11, 12, 5, 3, 3, 1, 1, 2, 1, 2, 2), false},
       {"dilation 17 in x: every tap alone", shape(1, 2, 6, 40, 3, 2, 2, 1, 1, 0, 0, 1, 17), true},

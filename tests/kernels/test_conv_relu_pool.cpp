@@ -166,7 +166,7 @@ std::vector<Case> cases() {
   return {
       {"net conv1, batch 1", shape(1, 1, 28, 28, 6, 5)},
       {"net conv2, batch 3", shape(3, 6, 12, 12, 12, 5)},
-      {"net conv2, batch 40 (two weight-gradient ranges, a team of threads)", shape(40, 6, 12, 12, 12, 5)},
+      {"net conv2, batch 100 (two weight-gradient ranges, a team of threads)", shape(100, 6, 12, 12, 12, 5)},
       {"odd output 7x9, padding 1 (a row and a column dropped)", shape(2, 2, 7, 9, 3, 3, 1, 1)},
       {"wide rows: 70 columns, every vector width in the tail", shape(1, 2, 5, 72, 2, 3)},
       {"dilation 2, groups 2", shape(2, 4, 11, 12, 4, 3, 1, 0, 2, 2)},
