@@ -145,7 +145,7 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || d.P <= 0) return;
   const bool direct = is_direct(s);
-  const Direct v = direct ? Direct(s, d, false) : Direct();
+  const Direct v = direct ? Direct(s, d) : Direct();
   const Kernels<T>& k = kernels_for<T>(s);
   const Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
@@ -161,7 +161,7 @@ void relu_pool_forward_impl(const Conv2dShape& s, const T* x, const T* w, const 
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || s.h_out < 2 || s.w_out < 2) return;
   const bool direct = is_direct(s);
-  const Direct v = direct ? Direct(s, d, false) : Direct();
+  const Direct v = direct ? Direct(s, d) : Direct();
   const Kernels<T>& k = kernels_for<T>(s);
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
   if (direct) {
@@ -230,7 +230,7 @@ void backward_input_impl(const Conv2dShape& s, const T* gy, const T* w, T* gx, c
   }
   const bool direct = is_direct(s);
   if (window && !direct) return backward_input_impl(s, unpooled(s, gy, window).data(), w, gx);
-  const Direct v = direct ? Direct(s, d, true) : Direct();
+  const Direct v = direct ? Direct(s, d) : Direct();
   const Kernels<T>& k = kernels_for<T>(s);
   Args<T> a{&s, &d, &v, nullptr, w, nullptr, gy, gx};
   a.gy_window = window;
@@ -296,7 +296,7 @@ void backward_weight_impl(const Conv2dShape& s, const T* gy, const T* x, T* gw, 
   }
   const bool direct = is_direct(s);
   if (window && !direct) return backward_weight_impl(s, unpooled(s, gy, window).data(), x, gw, gb);
-  const Direct v = direct ? Direct(s, d, false) : Direct();
+  const Direct v = direct ? Direct(s, d) : Direct();
   Args<T> a{&s, &d, &v, x, nullptr, nullptr, gy, nullptr};
   a.gy_window = window;
   backward_weight_run<T, T>(kernels_for<T>(s), a, gw, gb);
@@ -318,7 +318,7 @@ void bf16_forward(const Conv2dShape& s, const void* x, const void* w, const void
                   uint8_t* window) {
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || d.P <= 0) return;
-  const Direct v(s, d, false);
+  const Direct v(s, d);
   const DirectBf16Kernels& k = *bf16_direct_table();
   Args<uint16_t> a{&s, &d, &v, bits(x), bits(w), bits(bias), nullptr, static_cast<uint16_t*>(y)};
   a.relu_pool = relu_pool;
@@ -334,7 +334,7 @@ void bf16_backward_input(const Conv2dShape& s, const void* gy, const uint8_t* wi
     std::fill(static_cast<BFloat16*>(gx), static_cast<BFloat16*>(gx) + s.n * d.x_img, BFloat16(0.f));
     return;
   }
-  const Direct v(s, d, false);  // the bfloat16 tiles need no scatter order
+  const Direct v(s, d);
   const DirectBf16Kernels& k = *bf16_direct_table();
   Args<uint16_t> a{&s, &d, &v, nullptr, bits(w), nullptr, bits(gy), static_cast<uint16_t*>(gx)};
   a.gy_window = window;
@@ -349,7 +349,7 @@ void bf16_backward_weight(const Conv2dShape& s, const void* gy, const uint8_t* w
   const int64_t w_elems = std::max<int64_t>(s.c_out * d.K, 0);
   std::vector<float> sums(size_t(w_elems + std::max<int64_t>(s.c_out, 0)), 0.f);
   if (s.n > 0 && d.P > 0 && s.c_out > 0) {
-    const Direct v(s, d, false);
+    const Direct v(s, d);
     Args<uint16_t> a{&s, &d, &v, bits(x), nullptr, nullptr, bits(gy), nullptr};
     a.gy_window = window;
     backward_weight_run<uint16_t, float>(*bf16_direct_table(), a, sums.data(), gb ? sums.data() + w_elems : nullptr);

@@ -318,45 +318,72 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   }
 }
 
-// Input gradient, images [lo, hi). Scratch: W^T with its rows in scatter order
-// [G][K][cog], the padded gradient plane and gy on the virtual grid [cog][Pr].
+// Input gradient, images [lo, hi). gx[ci][ky*Wv + p] (in units of the dilations)
+// collects, over output channels co and kernel columns kx, W[co][ci][ky][kx] *
+// gy'[co][p - kx], for positions p < Pv + (kw - 1)*dil_w: so a tile's rows are
+// (ky, ci), added into the gradient plane at ci*plane + ky*Wv, and its depth is
+// (co, kx), reading gy' (spread on the virtual grid, zeros before and after each
+// row) shifted by kx. A depth of c_out x kw (60 for the seed net's conv2) instead of
+// c_out with single taps as rows: each tile's sums go into the plane a fifth as
+// often. Rows ky-major put consecutive rows in different channels, so one row's
+// read-modify-write does not wait on the store of the row before it.
+struct InputLayout {
+  int64_t R, D, Pe, lead, ld;  // rows, depth, positions, zeros before gy' rows, gy' row stride
+};
+
+template <class T>
+InputLayout input_layout(const Args<T>& a) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  InputLayout l;
+  l.R = s.kh * d.cig;
+  l.D = d.cog * s.kw;
+  l.Pe = a.v->Pv + (s.kw - 1) * s.dil_w;
+  l.lead = round_up((s.kw - 1) * s.dil_w, Tiles<T>::L);
+  l.ld = round_up(l.Pe, Tiles<T>::NR) + l.lead;
+  return l;
+}
+
+// Scratch: the weights [G][R][D], the padded gradient plane, the gy' rows.
 template <class T>
 int64_t backward_input_scratch_elems(const Args<T>& a) {
-  using Tl = Tiles<T>;
-  const Conv2dDims& d = *a.d;
+  const InputLayout l = input_layout(a);
   const Direct& v = *a.v;
-  return a.s->c_out * d.K + (v.padded ? a.s->c_in * v.plane : 0) + d.cog * round_up(v.Pv, Tl::NR);
+  return a.d->G * l.R * l.D + (v.padded ? a.s->c_in * v.plane : 0) + l.lead + a.d->cog * l.ld;
 }
 
 template <class T>
 void backward_input_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
-  using Tl = Tiles<T>;
-  constexpr int64_t NR = Tl::NR;
+  constexpr int64_t NR = Tiles<T>::NR;
   const Conv2dShape& s = *a.s;
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
-  const int64_t Pr = round_up(v.Pv, NR);
+  const InputLayout l = input_layout(a);
   T* wt = ws;
-  T* gp = wt + s.c_out * d.K;
+  T* gp = wt + d.G * l.R * l.D;
   T* gyv = gp + (v.padded ? s.c_in * v.plane : 0);
+  const int64_t taps = s.kh * s.kw;
   for (int64_t g = 0; g < d.G; ++g)
-    for (int64_t j = 0; j < d.K; ++j)
+    for (int64_t r = 0; r < l.R; ++r)
       for (int64_t co = 0; co < d.cog; ++co)
-        wt[(g * d.K + j) * d.cog + co] = a.w[(g * d.cog + co) * d.K + v.order[j]];
+        for (int64_t kx = 0; kx < s.kw; ++kx)
+          wt[(g * l.R + r) * l.D + co * s.kw + kx] =
+              a.w[(g * d.cog + co) * d.K + (r % d.cig) * taps + (r / d.cig) * s.kw + kx];
+  std::vector<int64_t> boff(size_t(l.D)), coff(size_t(l.R));
+  for (int64_t co = 0; co < d.cog; ++co)
+    for (int64_t kx = 0; kx < s.kw; ++kx) boff[size_t(co * s.kw + kx)] = co * l.ld + l.lead - kx * s.dil_w;
+  for (int64_t r = 0; r < l.R; ++r) coff[size_t(r)] = (r % d.cig) * v.plane + (r / d.cig) * s.dil_h * v.Wv;
+  zero_n(gyv, l.lead);  // the first row's zeros before it; the rest are row tails
   for (int64_t i = lo; i < hi; ++i) {
     T* gxi = a.out + i * d.x_img;
     T* gx = v.padded ? gp : gxi;
     zero_n(gx, s.c_in * v.plane);
     for (int64_t g = 0; g < d.G; ++g) {
-      gy_rows(a, i, g * d.cog, d.cog, gyv, Pr);
+      gy_rows(a, i, g * d.cog, d.cog, gyv + l.lead, l.ld);
       T* gxg = gx + g * d.cig * v.plane;
-      for (int64_t p0 = 0; p0 < v.Pv; p0 += NR) {
-        const int64_t nb = std::min(NR, v.Pv - p0);
-        // dcol[k][.] = sum over c of W_g[c][k] * gy[c][.], added straight to the
-        // pixels at off[k].
-        outer_rows<T, false, true>(d.K, d.cog, wt + g * d.K * d.cog, d.cog, 1, gyv + p0, Pr,
-                                   nullptr, nullptr, gxg + p0, 0, v.scatter_off.data(), nb);
-      }
+      for (int64_t p0 = 0; p0 < l.Pe; p0 += NR)
+        outer_rows<T, true, true>(l.R, l.D, wt + g * l.R * l.D, l.D, 1, gyv + p0, 0, boff.data(), nullptr, gxg + p0,
+                                  0, coff.data(), std::min(NR, l.Pe - p0));
     }
     if (v.padded)
       for (int64_t ci = 0; ci < s.c_in; ++ci)

@@ -23,16 +23,9 @@ struct Direct {
   int64_t Hv = 0, Wv = 0, plane = 0, Pv = 0;
   bool padded = false;
   std::vector<int64_t> off;
-  // The input gradient adds one row per tap into the plane; taps taken in (kx, ky,
-  // ci) order put consecutive rows in different channels, so one row's
-  // read-modify-write never waits on the store of the row before it (overlapping
-  // unaligned stores and loads defeat store forwarding). order[j] is the j-th tap
-  // of that order, scatter_off[j] its offset. Filled only for the input gradient
-  // (for_input_grad): a batch-1 forward spent 3% of its time building them.
-  std::vector<int64_t> order, scatter_off;
 
   Direct() = default;
-  Direct(const Conv2dShape& s, const Conv2dDims& d, bool for_input_grad)
+  Direct(const Conv2dShape& s, const Conv2dDims& d)
       : Hv(s.h + 2 * s.pad_h),
         Wv(s.w + 2 * s.pad_w),
         plane(Hv * Wv),
@@ -43,12 +36,6 @@ struct Direct {
       for (int64_t ky = 0; ky < s.kh; ++ky)
         for (int64_t kx = 0; kx < s.kw; ++kx, ++k)
           off[size_t(k)] = ci * plane + ky * s.dil_h * Wv + kx * s.dil_w;
-    if (!for_input_grad) return;
-    order.reserve(size_t(d.K));
-    for (int64_t kx = 0; kx < s.kw; ++kx)
-      for (int64_t ky = 0; ky < s.kh; ++ky)
-        for (int64_t ci = 0; ci < d.cig; ++ci) order.push_back((ci * s.kh + ky) * s.kw + kx);
-    for (int64_t k : order) scatter_off.push_back(off[size_t(k)]);
   }
 };
 
