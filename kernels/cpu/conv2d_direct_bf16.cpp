@@ -43,10 +43,6 @@ using u16 = uint16_t;
 constexpr int64_t kValues = 32;  // bfloat16 values in a register (16 pairs)
 constexpr int kLanes = 16;       // float32 sums in a register
 
-// The weight gradient's dot tile: RC channels x RK taps (as the float32 tile; 15
-// accumulators, 3 rows of gy' and one row of x in registers).
-constexpr int RC = 3, RK = 5;
-
 inline __m512bh as_pairs(__m512i v) { return (__m512bh)v; }
 
 // ---------------------------------------------------------------------------------
@@ -230,158 +226,62 @@ inline void spread_step16(__m512i g, __m512i w, __m512i* top, __m512i* bottom) {
 }
 
 // ---------------------------------------------------------------------------------
-// Weight gradient. As backward_weight_images of conv2d_direct_impl.h: images go in
-// chunks whose x and gy' stay in L1, every RC x RK tile walks a chunk, its float32
-// vector sums wait in scratch between chunks. Rows are Pw = Pv rounded up to 32
-// values long, so x is read up to 32 values past a plane: the batch's last image
-// (and any image whose reads would leave the batch), and every image when there is
-// padding, is read from a copy with zeroed slack.
-
-struct WeightLayout16 {
-  int64_t Pw, Kp, Cp;
-  int64_t x_elems;    // one copied image, bfloat16 values
-  int64_t gy_elems;   // gy' of one image: G x Cp rows of Pw
-  int64_t per_image;  // x_elems + gy_elems
-  int64_t chunk;      // images per chunk
-  int64_t acc_floats; // G x Cp x Kp vectors of dW sums, then c_out vectors of db sums
-};
-
-[[gnu::noinline]] WeightLayout16 weight_layout16(const Args<u16>& a) {
-  const Conv2dShape& s = *a.s;
-  const Conv2dDims& d = *a.d;
-  const Direct& v = *a.v;
-  WeightLayout16 l;
-  l.Pw = round_up(v.Pv, kValues);
-  l.Kp = round_up(d.K, RK);
-  l.Cp = round_up(d.cog, RC);
-  l.x_elems = round_up(s.c_in * v.plane + kValues, kValues);
-  l.gy_elems = d.G * l.Cp * l.Pw;
-  l.per_image = l.x_elems + l.gy_elems;
-  const int64_t bytes = (d.x_img + l.gy_elems) * int64_t(sizeof(u16));
-  l.chunk = std::clamp<int64_t>((32 << 10) / std::max<int64_t>(bytes, 1), 1, s.n);
-  l.acc_floats = (d.G * l.Cp * l.Kp + s.c_out) * kLanes;
-  return l;
-}
-
-// Scratch in floats: the sums, then the chunk's copies (two bfloat16 values a float).
-int64_t weight_scratch16(const Args<u16>& a) {
-  const WeightLayout16 l = weight_layout16(a);
-  return l.acc_floats + cdiv(l.chunk * l.per_image, 2);
-}
-
-int64_t weight_units16(const Args<u16>& a) { return a.d->G * weight_layout16(a).Cp / RC; }
-
-// One RC x RK tile over a chunk: xs[m] and gys[m] are image m's x planes of the group
-// and its gy' rows c..; toff the tile's tap offsets.
-[[gnu::noinline]] void dot_tile16(const WeightLayout16& l, int64_t imgs, const u16* const* xs,
-                                  const u16* const* gys, const int64_t* toff, float* acc_mem) {
-  __m512 acc[RC][RK];
-#pragma GCC unroll 8
-  for (int r = 0; r < RC; ++r)
-#pragma GCC unroll 8
-    for (int q = 0; q < RK; ++q) acc[r][q] = _mm512_loadu_ps(acc_mem + (r * RK + q) * kLanes);
-  for (int64_t m = 0; m < imgs; ++m) {
-    const u16* gyr = gys[m];
-    const u16* xr[RK];
-#pragma GCC unroll 8
-    for (int q = 0; q < RK; ++q) xr[q] = xs[m] + toff[q];
-    for (int64_t p = 0; p < l.Pw; p += kValues) {
-      __m512i av[RC];
-#pragma GCC unroll 8
-      for (int r = 0; r < RC; ++r) av[r] = _mm512_loadu_si512(gyr + r * l.Pw + p);
-#pragma GCC unroll 8
-      for (int q = 0; q < RK; ++q) {
-        __m512i bv = _mm512_loadu_si512(xr[q] + p);
-        asm("" : "+v"(bv));  // one load per tap, not one folded into each of RC products
-#pragma GCC unroll 8
-        for (int r = 0; r < RC; ++r) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], as_pairs(av[r]), as_pairs(bv));
-      }
-    }
+// Weight gradient: conv2d_direct_impl.h's weight_images (images in chunks whose x
+// and gy' stay in L1, every RC x RK tile walking a chunk, float32 vector sums waiting
+// in scratch between chunks) with this policy. Rows are Pw = Pv rounded up to 32
+// values, so x is read up to 32 values past a plane (weight_images reads the images
+// that would leave the batch, and padded ones, from copies with zeroed slack).
+struct Bf16Weight {
+  using E = u16;
+  using A = float;
+  static constexpr int RC = 3, RK = 5;  // as the float32 tile: 15 accumulators
+  static constexpr int kStep = int(kValues), kLanes = 16;
+  static WeightLayout layout(const Args<u16>& a) { return weight_layout(a, kStep, kLanes, RC, RK); }
+  static void rows(const Args<u16>& a, int64_t i, int64_t c0, int64_t n, u16* dst, int64_t ld) {
+    gy_rows16(a, i, c0, n, dst, ld);
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < RC; ++r)
-#pragma GCC unroll 8
-    for (int q = 0; q < RK; ++q) _mm512_storeu_ps(acc_mem + (r * RK + q) * kLanes, acc[r][q]);
-}
+  // bc += one gy' row: vdpbf16ps with bfloat16 ones.
+  static void bias(float* bc, const u16* row, int64_t Pw) {
+    const __m512i ones = _mm512_set1_epi16(short(0x3f80));
+    __m512 sum = _mm512_loadu_ps(bc);
+    for (int64_t p = 0; p < Pw; p += kValues)
+      sum = _mm512_dpbf16_ps(sum, as_pairs(_mm512_loadu_si512(row + p)), as_pairs(ones));
+    _mm512_storeu_ps(bc, sum);
+  }
+  static float lane_sum(const float* v) { return _mm512_reduce_add_ps(_mm512_loadu_ps(v)); }
 
-// Images [lo, hi) into the dW rows (and db entries) of channel tiles [u0, u1), as
-// float32 sums.
-void backward_weight_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws, float* pw, float* pb,
-                              int64_t u0, int64_t u1) {
-  const Conv2dShape& s = *a.s;
-  const Conv2dDims& d = *a.d;
-  const Direct& v = *a.v;
-  const WeightLayout16 l = weight_layout16(a);
-  const int64_t tiles_per_group = l.Cp / RC;
-  auto mine = [&](int64_t g, int64_t c) {
-    const int64_t u = g * tiles_per_group + c / RC;
-    return u >= u0 && u < u1;
-  };
-  auto group_is_mine = [&](int64_t g) { return g * tiles_per_group < u1 && (g + 1) * tiles_per_group > u0; };
-  float* acc = ws;  // [g][c tile][k tile][RC][RK][16], then [c_out][16] for the bias
-  float* bacc = acc + d.G * l.Cp * l.Kp * kLanes;
-  u16* chunk = reinterpret_cast<u16*>(acc + l.acc_floats);
-  zero_n(acc, l.acc_floats);
-  // A bfloat16 1.0 in every value: the bias sums are vdpbf16ps of gy' with it.
-  const __m512i ones = _mm512_set1_epi16(short(0x3f80));
-  std::vector<const u16*> xs(size_t(l.chunk)), xg(size_t(l.chunk)), gys(size_t(l.chunk));
-  for (int64_t i0 = lo; i0 < hi; i0 += l.chunk) {
-    const int64_t imgs = std::min(l.chunk, hi - i0);
+  // One RC x RK tile over a chunk: 32 positions of gy' and of x are 16 pairs each.
+  [[gnu::noinline]] static void tile(const WeightLayout& l, int64_t imgs, const u16* const* xs,
+                                     const u16* const* gys, const int64_t* toff, float* acc_mem) {
+    __m512 acc[RC][RK];
+#pragma GCC unroll 8
+    for (int r = 0; r < RC; ++r)
+#pragma GCC unroll 8
+      for (int q = 0; q < RK; ++q) acc[r][q] = _mm512_loadu_ps(acc_mem + (r * RK + q) * kLanes);
     for (int64_t m = 0; m < imgs; ++m) {
-      u16* xc = chunk + m * l.per_image;
-      u16* gyv = xc + l.x_elems;
-      const u16* xi = a.x + (i0 + m) * d.x_img;
-      if (v.padded) {
-        pad_image(s, v, xi, xc);
-        zero_n(xc + s.c_in * v.plane, l.x_elems - s.c_in * v.plane);
-        xi = xc;
-      } else if (i0 + m == s.n - 1 || (s.n - 1 - (i0 + m)) * d.x_img < l.Pw - v.Pv) {
-        copy_n(xc, xi, d.x_img);
-        zero_n(xc + d.x_img, l.x_elems - d.x_img);
-        xi = xc;
-      }
-      xs[size_t(m)] = xi;
-      for (int64_t g = 0; g < d.G; ++g) {
-        if (!group_is_mine(g)) continue;
-        u16* rows = gyv + g * l.Cp * l.Pw;
-        gy_rows16(a, i0 + m, g * d.cog, d.cog, rows, l.Pw);
-        zero_n(rows + d.cog * l.Pw, (l.Cp - d.cog) * l.Pw);
-        if (pb)
-          for (int64_t co = 0; co < d.cog; ++co) {
-            if (!mine(g, co)) continue;
-            float* bc = bacc + (g * d.cog + co) * kLanes;
-            __m512 sum = _mm512_loadu_ps(bc);
-            for (int64_t p = 0; p < l.Pw; p += kValues)
-              sum = _mm512_dpbf16_ps(sum, as_pairs(_mm512_loadu_si512(rows + co * l.Pw + p)), as_pairs(ones));
-            _mm512_storeu_ps(bc, sum);
-          }
-      }
-    }
-    for (int64_t g = 0; g < d.G; ++g) {
-      if (!group_is_mine(g)) continue;
-      for (int64_t m = 0; m < imgs; ++m) xg[size_t(m)] = xs[size_t(m)] + g * d.cig * v.plane;
-      for (int64_t c = 0; c < l.Cp; c += RC) {
-        if (!mine(g, c)) continue;
-        for (int64_t m = 0; m < imgs; ++m)
-          gys[size_t(m)] = chunk + m * l.per_image + l.x_elems + (g * l.Cp + c) * l.Pw;
-        for (int64_t k = 0; k < l.Kp; k += RK) {
-          int64_t toff[RK];
-          for (int q = 0; q < RK; ++q) toff[q] = v.off[size_t(std::min(k + q, d.K - 1))];  // padding taps: any row
-          dot_tile16(l, imgs, xg.data(), gys.data(), toff, acc + ((g * l.Cp + c) * l.Kp + k * RC) * kLanes);
+      const u16* gyr = gys[m];
+      const u16* xr[RK];
+#pragma GCC unroll 8
+      for (int q = 0; q < RK; ++q) xr[q] = xs[m] + toff[q];
+      for (int64_t p = 0; p < l.Pw; p += kValues) {
+        __m512i av[RC];
+#pragma GCC unroll 8
+        for (int r = 0; r < RC; ++r) av[r] = _mm512_loadu_si512(gyr + r * l.Pw + p);
+#pragma GCC unroll 8
+        for (int q = 0; q < RK; ++q) {
+          __m512i bv = _mm512_loadu_si512(xr[q] + p);
+          asm("" : "+v"(bv));  // one load per tap, not one folded into each of RC products
+#pragma GCC unroll 8
+          for (int r = 0; r < RC; ++r) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], as_pairs(av[r]), as_pairs(bv));
         }
       }
     }
+#pragma GCC unroll 8
+    for (int r = 0; r < RC; ++r)
+#pragma GCC unroll 8
+      for (int q = 0; q < RK; ++q) _mm512_storeu_ps(acc_mem + (r * RK + q) * kLanes, acc[r][q]);
   }
-  for (int64_t g = 0; g < d.G; ++g)
-    for (int64_t c = 0; c < d.cog; ++c) {
-      if (!mine(g, c)) continue;
-      for (int64_t k = 0; k < d.K; ++k) {
-        const int64_t tile = (g * l.Cp + c / RC * RC) * l.Kp + k / RK * RK * RC;
-        pw[(g * d.cog + c) * d.K + k] = _mm512_reduce_add_ps(_mm512_loadu_ps(acc + (tile + c % RC * RK + k % RK) * kLanes));
-      }
-      if (pb) pb[g * d.cog + c] = _mm512_reduce_add_ps(_mm512_loadu_ps(bacc + (g * d.cog + c) * kLanes));
-    }
-}
+};
 
 // ---------------------------------------------------------------------------------
 // Forward and input gradient: outer-product tiles of ROWS rows x 32 positions (two
@@ -689,9 +589,9 @@ void backward_input_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* 
   }
 }
 
-constexpr DirectBf16Kernels kBf16{"avx512_bf16",          forward_images16,         backward_input_images16,
-                                  backward_weight_images16, forward_scratch16,      backward_input_scratch16,
-                                  weight_scratch16,         weight_units16};
+constexpr DirectBf16Kernels kBf16{"avx512_bf16",          forward_images16,       backward_input_images16,
+                                  weight_images<Bf16Weight>, forward_scratch16,      backward_input_scratch16,
+                                  weight_scratch<Bf16Weight>, weight_units<Bf16Weight>};
 
 }  // namespace
 }  // namespace ember::cpu::conv2d_detail

@@ -412,95 +412,114 @@ struct WeightLayout {
   int64_t gy_elems;   // gy' of one image: G x Cp rows of Pw
   int64_t per_image;  // x_elems + gy_elems
   int64_t chunk;      // images per chunk
-  int64_t acc_elems;  // G x Cp x Kp vectors of dW, then c_out vectors of db
+  int64_t acc_elems;  // G x Cp x Kp vectors of dW sums, then c_out vectors of db sums
 };
 
-template <class T>
-WeightLayout weight_layout(const Args<T>& a) {
-  using Tl = Tiles<T>;
+// The layout for values of type E read `step` at a time and vector sums of `lanes`
+// lanes, tiles of RC channels x RK taps.
+template <class E>
+WeightLayout weight_layout(const Args<E>& a, int64_t step, int64_t lanes, int RC, int RK) {
   const Conv2dShape& s = *a.s;
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
   WeightLayout l;
-  l.Pw = round_up(v.Pv, Tl::L);
-  l.Kp = round_up(d.K, Tl::RK);
-  l.Cp = round_up(d.cog, Tl::RC);
-  l.x_elems = round_up(s.c_in * v.plane + Tl::L, Tl::L);
+  l.Pw = round_up(v.Pv, step);
+  l.Kp = round_up(d.K, RK);
+  l.Cp = round_up(d.cog, RC);
+  l.x_elems = round_up(s.c_in * v.plane + step, step);
   l.gy_elems = d.G * l.Cp * l.Pw;
   l.per_image = l.x_elems + l.gy_elems;
   // What x and gy' of a chunk take in L1: about 32 KiB, at least one image.
-  const int64_t bytes = (d.x_img + l.gy_elems) * int64_t(sizeof(T));
+  const int64_t bytes = (d.x_img + l.gy_elems) * int64_t(sizeof(E));
   l.chunk = std::clamp<int64_t>((32 << 10) / std::max<int64_t>(bytes, 1), 1, s.n);
-  l.acc_elems = (d.G * l.Cp * l.Kp + s.c_out) * Tl::L;
+  l.acc_elems = (d.G * l.Cp * l.Kp + s.c_out) * lanes;
   return l;
 }
 
+// The float kernels' weight-gradient policy for weight_images below: values and
+// sums of type T, RC x RK tiles of FMAs.
 template <class T>
-int64_t backward_weight_scratch_elems(const Args<T>& a) {
-  const WeightLayout l = weight_layout(a);
-  return l.acc_elems + l.chunk * l.per_image;
-}
-
-// One RC x RK tile of dW (group g, channels c.., taps k..) over a chunk of images:
-// xs[m] and gys[m] are image m's x planes of group g and its gy' rows c...
-template <class T>
-[[gnu::noinline]] void dot_tile(const Direct& v, const WeightLayout& l, int64_t imgs,
-                                const T* const* xs, const T* const* gys, int64_t K, int64_t k,
-                                T* acc_mem) {
+struct FloatWeight {
+  using E = T;  // the type of x and gy'
+  using A = T;  // the type of the sums
   using S = Vec<T>;
-  using V = typename S::V;
-  constexpr int RC = Tiles<T>::RC, RK = Tiles<T>::RK, L = S::L;
-  V acc[RC][RK];
+  static constexpr int RC = Tiles<T>::RC, RK = Tiles<T>::RK, kStep = S::L, kLanes = S::L;
+  static WeightLayout layout(const Args<T>& a) { return weight_layout(a, kStep, kLanes, RC, RK); }
+  static void rows(const Args<T>& a, int64_t i, int64_t c0, int64_t n, T* dst, int64_t ld) {
+    gy_rows(a, i, c0, n, dst, ld);
+  }
+  // bc += one gy' row, lane by lane.
+  static void bias(T* bc, const T* row, int64_t Pw) {
+    typename S::V sum = S::load(bc);
+    for (int64_t p = 0; p < Pw; p += kStep) sum += S::load(row + p);
+    S::store(bc, sum);
+  }
+  static T lane_sum(const T* v) { return S::sum(S::load(v)); }
+
+  // One RC x RK tile of dW over a chunk of images: xs[m] and gys[m] are image m's x
+  // planes of the group and its gy' rows c..; toff the tile's tap offsets.
+  [[gnu::noinline]] static void tile(const WeightLayout& l, int64_t imgs, const T* const* xs, const T* const* gys,
+                                     const int64_t* toff, T* acc_mem) {
+    using V = typename S::V;
+    constexpr int L = S::L;
+    V acc[RC][RK];
 #pragma GCC unroll 8
-  for (int r = 0; r < RC; ++r)
+    for (int r = 0; r < RC; ++r)
 #pragma GCC unroll 8
-    for (int q = 0; q < RK; ++q) acc[r][q] = S::load(acc_mem + (r * RK + q) * L);
-  int64_t toff[RK];
+      for (int q = 0; q < RK; ++q) acc[r][q] = S::load(acc_mem + (r * RK + q) * L);
+    for (int64_t m = 0; m < imgs; ++m) {
+      const T* gyr = gys[m];
+      const T* xr[RK];
 #pragma GCC unroll 8
-  for (int q = 0; q < RK; ++q) toff[q] = v.off[std::min(k + q, K - 1)];  // padding taps: any row
-  for (int64_t m = 0; m < imgs; ++m) {
-    const T* gyr = gys[m];
-    const T* xr[RK];
+      for (int q = 0; q < RK; ++q) xr[q] = xs[m] + toff[q];
+      for (int64_t p = 0; p < l.Pw; p += L) {
+        V av[RC];
 #pragma GCC unroll 8
-    for (int q = 0; q < RK; ++q) xr[q] = xs[m] + toff[q];
-    for (int64_t p = 0; p < l.Pw; p += L) {
-      V av[RC];
+        for (int r = 0; r < RC; ++r) av[r] = S::load(gyr + r * l.Pw + p);
 #pragma GCC unroll 8
-      for (int r = 0; r < RC; ++r) av[r] = S::load(gyr + r * l.Pw + p);
+        for (int q = 0; q < RK; ++q) {
+          // Loaded once into a register: folded into each FMA, as GCC prefers, the
+          // unaligned load would be repeated RC times.
+          V bv = S::load(xr[q] + p);
+          asm("" : "+x"(bv));
 #pragma GCC unroll 8
-      for (int q = 0; q < RK; ++q) {
-        // Loaded once into a register: folded into each FMA, as GCC prefers, the
-        // unaligned load would be repeated RC times.
-        V bv = S::load(xr[q] + p);
-        asm("" : "+x"(bv));
-#pragma GCC unroll 8
-        for (int r = 0; r < RC; ++r) acc[r][q] += av[r] * bv;
+          for (int r = 0; r < RC; ++r) acc[r][q] += av[r] * bv;
+        }
       }
     }
+#pragma GCC unroll 8
+    for (int r = 0; r < RC; ++r)
+#pragma GCC unroll 8
+      for (int q = 0; q < RK; ++q) S::store(acc_mem + (r * RK + q) * L, acc[r][q]);
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < RC; ++r)
-#pragma GCC unroll 8
-    for (int q = 0; q < RK; ++q) S::store(acc_mem + (r * RK + q) * L, acc[r][q]);
+};
+
+// Scratch in sums (A): the vector sums, then the chunk's copies.
+template <class W>
+int64_t weight_scratch(const Args<typename W::E>& a) {
+  const WeightLayout l = W::layout(a);
+  return l.acc_elems + cdiv(l.chunk * l.per_image * int64_t(sizeof(typename W::E)), int64_t(sizeof(typename W::A)));
 }
 
 // The weight gradient splits into G x Cp / RC channel tiles: unit u is tile
 // u % (Cp / RC) of group u / (Cp / RC).
-template <class T>
-int64_t backward_weight_units(const Args<T>& a) {
-  return a.d->G * weight_layout(a).Cp / Tiles<T>::RC;
+template <class W>
+int64_t weight_units(const Args<typename W::E>& a) {
+  return a.d->G * W::layout(a).Cp / W::RC;
 }
 
-// Images [lo, hi) into the dW rows (and db entries) of channel tiles [u0, u1).
-template <class T>
-void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* pw, T* pb, int64_t u0,
-                            int64_t u1) {
-  using S = Vec<T>;
-  constexpr int L = S::L, RC = Tiles<T>::RC, RK = Tiles<T>::RK;
+// Images [lo, hi) into the dW rows (and db entries) of channel tiles [u0, u1), with
+// the policy W (FloatWeight, or the bfloat16 one of conv2d_direct_bf16.cpp).
+template <class W>
+void weight_images(const Args<typename W::E>& a, int64_t lo, int64_t hi, typename W::A* ws, typename W::A* pw,
+                   typename W::A* pb, int64_t u0, int64_t u1) {
+  using E = typename W::E;
+  using A = typename W::A;
+  constexpr int RC = W::RC, RK = W::RK, N = W::kLanes;
   const Conv2dShape& s = *a.s;
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
-  const WeightLayout l = weight_layout(a);
+  const WeightLayout l = W::layout(a);
   const int64_t tiles_per_group = l.Cp / RC;
   // Whether channel c of group g is in this call's tiles.
   auto mine = [&](int64_t g, int64_t c) {
@@ -510,17 +529,17 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
   auto group_is_mine = [&](int64_t g) {
     return g * tiles_per_group < u1 && (g + 1) * tiles_per_group > u0;
   };
-  T* acc = ws;  // [g][c tile][k tile][RC][RK][L], then [c_out][L] for the bias
-  T* bacc = acc + d.G * l.Cp * l.Kp * L;
-  T* chunk = acc + l.acc_elems;
+  A* acc = ws;  // [g][c tile][k tile][RC][RK][N], then [c_out][N] for the bias
+  A* bacc = acc + d.G * l.Cp * l.Kp * N;
+  E* chunk = reinterpret_cast<E*>(acc + l.acc_elems);
   zero_n(acc, l.acc_elems);
-  std::vector<const T*> xs(size_t(l.chunk)), xg(size_t(l.chunk)), gys(size_t(l.chunk));
+  std::vector<const E*> xs(size_t(l.chunk)), xg(size_t(l.chunk)), gys(size_t(l.chunk));
   for (int64_t i0 = lo; i0 < hi; i0 += l.chunk) {
     const int64_t imgs = std::min(l.chunk, hi - i0);
     for (int64_t m = 0; m < imgs; ++m) {
-      T* xc = chunk + m * l.per_image;
-      T* gyv = xc + l.x_elems;
-      const T* xi = a.x + (i0 + m) * d.x_img;
+      E* xc = chunk + m * l.per_image;
+      E* gyv = xc + l.x_elems;
+      const E* xi = a.x + (i0 + m) * d.x_img;
       if (v.padded) {
         pad_image(s, v, xi, xc);
         zero_n(xc + s.c_in * v.plane, l.x_elems - s.c_in * v.plane);
@@ -533,17 +552,12 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
       xs[size_t(m)] = xi;
       for (int64_t g = 0; g < d.G; ++g) {
         if (!group_is_mine(g)) continue;
-        T* rows = gyv + g * l.Cp * l.Pw;
-        gy_rows(a, i0 + m, g * d.cog, d.cog, rows, l.Pw);
+        E* rows = gyv + g * l.Cp * l.Pw;
+        W::rows(a, i0 + m, g * d.cog, d.cog, rows, l.Pw);
         zero_n(rows + d.cog * l.Pw, (l.Cp - d.cog) * l.Pw);
         if (pb)
-          for (int64_t co = 0; co < d.cog; ++co) {
-            if (!mine(g, co)) continue;
-            T* bc = bacc + (g * d.cog + co) * L;
-            typename S::V sum = S::load(bc);
-            for (int64_t p = 0; p < l.Pw; p += L) sum += S::load(rows + co * l.Pw + p);
-            S::store(bc, sum);
-          }
+          for (int64_t co = 0; co < d.cog; ++co)
+            if (mine(g, co)) W::bias(bacc + (g * d.cog + co) * N, rows + co * l.Pw, l.Pw);
       }
     }
     for (int64_t g = 0; g < d.G; ++g) {
@@ -553,9 +567,11 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
         if (!mine(g, c)) continue;
         for (int64_t m = 0; m < imgs; ++m)
           gys[size_t(m)] = chunk + m * l.per_image + l.x_elems + (g * l.Cp + c) * l.Pw;
-        for (int64_t k = 0; k < l.Kp; k += RK)
-          dot_tile(v, l, imgs, xg.data(), gys.data(), d.K, k,
-                   acc + ((g * l.Cp + c) * l.Kp + k * RC) * L);
+        for (int64_t k = 0; k < l.Kp; k += RK) {
+          int64_t toff[RK];
+          for (int q = 0; q < RK; ++q) toff[q] = v.off[size_t(std::min(k + q, d.K - 1))];  // padding taps: any row
+          W::tile(l, imgs, xg.data(), gys.data(), toff, acc + ((g * l.Cp + c) * l.Kp + k * RC) * N);
+        }
       }
     }
   }
@@ -564,18 +580,18 @@ void backward_weight_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws, T* 
       if (!mine(g, c)) continue;
       for (int64_t k = 0; k < d.K; ++k) {
         const int64_t tile = (g * l.Cp + c / RC * RC) * l.Kp + k / RK * RK * RC;
-        pw[(g * d.cog + c) * d.K + k] = S::sum(S::load(acc + (tile + c % RC * RK + k % RK) * L));
+        pw[(g * d.cog + c) * d.K + k] = W::lane_sum(acc + (tile + c % RC * RK + k % RK) * N);
       }
-      if (pb) pb[g * d.cog + c] = S::sum(S::load(bacc + (g * d.cog + c) * L));
+      if (pb) pb[g * d.cog + c] = W::lane_sum(bacc + (g * d.cog + c) * N);
     }
 }
 
 // This instruction set's table.
 template <class T>
 constexpr Kernels<T> direct_table() {
-  return {forward_images<T>,          backward_input_images<T>,         backward_weight_images<T>,
-          forward_scratch_elems<T>,   backward_input_scratch_elems<T>, backward_weight_scratch_elems<T>,
-          backward_weight_units<T>};
+  return {forward_images<T>,        backward_input_images<T>,         weight_images<FloatWeight<T>>,
+          forward_scratch_elems<T>, backward_input_scratch_elems<T>, weight_scratch<FloatWeight<T>>,
+          weight_units<FloatWeight<T>>};
 }
 
 }  // namespace
