@@ -11,9 +11,10 @@
 // Then bfloat16: Ember's matmul of two bfloat16 tensors (cpu::gemm_bf16, then one
 // rounding to bfloat16) against PyTorch's torch.matmul in bfloat16
 // (bench/peers/torch_matmul.py, oneDNN), and against Ember's own float32 matmul in
-// alternating rounds, with the measured vdpbf16ps peak as the floor; and a bfloat16
-// convolution (a ResNet layer: [16, 64, 28, 28], 3x3x64, padding 1) on the bfloat16
-// GEMM beside Ember's float32 convolution of the same values.
+// alternating rounds, with the measured vdpbf16ps peak as the floor; and bfloat16
+// convolutions beside Ember's float32 convolution of the same values: a ResNet layer
+// ([16, 64, 28, 28], 3x3x64, padding 1) on the bfloat16 GEMM, the seed network's two
+// layers at batch 100 on the bfloat16 direct kernels.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -148,30 +149,37 @@ void run_few_rows_case(int m, const Options& opt, const OpenBlas* peer, Report& 
              measured_fma_peak_gflops(opt.threads, false));
 }
 
-// bfloat16 convolution of a ResNet layer against Ember's float32 convolution of the
-// same values, both through the tensor API (conv2d picks the bfloat16 GEMM path when
-// conv2d_bf16_native says so, and prints which).
-void run_bf16_conv_case(const Options& opt, Report& report) {
+// A bfloat16 convolution against Ember's float32 convolution of the same values,
+// both through the tensor API: a ResNet layer (conv2d picks the bfloat16 GEMM where
+// conv2d_bf16_native says so) and the seed network's two layers at batch 100 (the
+// bfloat16 direct kernels, conv2d_bf16_direct); the path is printed.
+void run_bf16_conv_case(const Options& opt, Report& report, int64_t n, int64_t c_in, int64_t hw, int64_t c_out,
+                        int64_t k, int64_t pad, double weight_scale) {
   manual_seed(7);
-  const Tensor x32 = randn({16, 64, 28, 28}), w32 = randn({64, 64, 3, 3}) * 0.05, b32 = randn({64});
+  const Tensor x32 = randn({n, c_in, hw, hw}), w32 = randn({c_out, c_in, k, k}) * weight_scale, b32 = randn({c_out});
   const Tensor x = x32.to(kBFloat16), w = w32.to(kBFloat16), b = b32.to(kBFloat16);
-  const std::string name = "conv2d bf16 [16,64,28,28] 3x3x64 vs ember f32";
+  const std::string name = "conv2d bf16 [" + std::to_string(n) + "," + std::to_string(c_in) + "," + std::to_string(hw) +
+                           "," + std::to_string(hw) + "] " + std::to_string(k) + "x" + std::to_string(k) + "x" +
+                           std::to_string(c_out) + " vs ember f32";
   Conv2dShape s;
-  s.n = 16, s.c_in = 64, s.h = 28, s.w = 28, s.c_out = 64, s.kh = 3, s.kw = 3, s.pad_h = 1, s.pad_w = 1;
+  s.n = n, s.c_in = c_in, s.h = hw, s.w = hw, s.c_out = c_out, s.kh = k, s.kw = k, s.pad_h = pad, s.pad_w = pad;
   conv2d_set_output_size(s);
   std::printf("gemm: %s runs on the %s path\n", name.c_str(),
-              cpu::conv2d_bf16_native(s) ? "bfloat16 GEMM" : "widened float32");
+              cpu::conv2d_bf16_native(s)   ? "bfloat16 GEMM"
+              : cpu::conv2d_bf16_direct(s) ? "bfloat16 direct (vdpbf16ps)"
+                                           : "widened float32");
+  const Pair padding{pad, pad};
   {
     // Against float32 of the same bfloat16 values: only the final rounding differs.
-    const Tensor want = conv2d(x.to(kFloat32), w.to(kFloat32), b.to(kFloat32), {1, 1}, {1, 1});
-    const Tensor got = conv2d(x, w, b, {1, 1}, {1, 1}).to(kFloat32);
+    const Tensor want = conv2d(x.to(kFloat32), w.to(kFloat32), b.to(kFloat32), {1, 1}, padding);
+    const Tensor got = conv2d(x, w, b, {1, 1}, padding).to(kFloat32);
     const double err = ((got - want).abs().max() / want.abs().max()).item<double>();
     std::printf("  check %-16s max rel. error vs float32: %.2e%s\n", "conv2d bf16", err, err <= 8e-3 ? "" : "  <-- too large");
     if (!(err <= 8e-3)) report.fail("gemm " + name + ": result differs from float32");
   }
-  const double flops = 2.0 * 16 * 64 * 28 * 28 * 64 * 9;
-  const std::vector<Timing> t = measure_alternating({[&] { Tensor y = conv2d(x, w, b, {1, 1}, {1, 1}); },
-                                                     [&] { Tensor y = conv2d(x32, w32, b32, {1, 1}, {1, 1}); }});
+  const double flops = 2.0 * double(n * c_out * s.h_out * s.w_out) * double(c_in * k * k);
+  const std::vector<Timing> t = measure_alternating({[&] { Tensor y = conv2d(x, w, b, {1, 1}, padding); },
+                                                     [&] { Tensor y = conv2d(x32, w32, b32, {1, 1}, padding); }});
   Record r;
   r.suite = "gemm";
   r.case_name = name;
@@ -243,7 +251,9 @@ void bf16_cases(const Options& opt, Report& report) {
     if (peer) torch_gflops = (*peer)["gflops"]["bfloat16"][std::to_string(n)].get<double>();
     run_bf16_case(n, opt, torch_gflops, peer ? "" : "absent", report);
   }
-  run_bf16_conv_case(opt, report);
+  run_bf16_conv_case(opt, report, 16, 64, 28, 64, 3, 1, 0.05);  // a ResNet layer: the bfloat16 GEMM
+  run_bf16_conv_case(opt, report, 100, 1, 28, 6, 5, 0, 0.3);    // the seed network's conv1 and conv2:
+  run_bf16_conv_case(opt, report, 100, 6, 12, 12, 5, 0, 0.3);   // the bfloat16 direct kernels
 }
 
 void gemm_suite(const Options& opt, Report& report) {
