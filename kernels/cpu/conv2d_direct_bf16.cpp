@@ -10,7 +10,16 @@
 // two operands come as pairs over the summed index.
 //   weight gradient  dW[c][k] = sum over p of gy'[c][p] * x[off[k] + p]: the sum runs
 //                    over pixels, and 32 consecutive pixels of gy' and of x are
-//                    already 16 pairs, so both rows are loaded as they are.
+//                    already 16 pairs, so both rows are loaded as they are (the
+//                    driver is conv2d_direct_impl.h's weight_images).
+//   forward          y[c][p] = sum over taps k of W[c][k] * x[off[k] + p]: taps
+//                    (kx, kx + dil_w) are paired, one permute per 16 pixels turning
+//                    32 loaded values into the pairs (x[q], x[q + dil_w]).
+//   input gradient   gx[ci][ky*Wv + p] = sum over c, kx of W[c][ci][ky][kx] *
+//                    gy'[c][p - kx]: gy' is interleaved in channel pairs once per
+//                    image and read shifted by kx.
+// Around the tiles, the pooling epilogue, the gradient spread and the rounding of
+// rows take 16 lanes a step with masks, four short rows at a time.
 // Each result is a float32 sum of exact products (a bfloat16 product fits in a
 // float32), so it differs from the float32 kernels run on the same values only by
 // the order of the additions.
