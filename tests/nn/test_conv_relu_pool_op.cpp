@@ -18,6 +18,8 @@
 #include "nn/amp/autocast.h"
 #include "nn/nn.h"
 
+#include "../kernels/isa_guard.h"
+
 using namespace ember;
 using Catch::Matchers::Message;
 
@@ -105,9 +107,14 @@ TEST_CASE("conv2d_relu_pool2x2 gives the bits of max_pool2d(relu(conv2d))", "[nn
 // the fused pass must pick the position the bfloat16 max pool picks.
 TEST_CASE("conv2d_relu_pool2x2 in bfloat16 and under bfloat16 autocast gives the bits of the three ops",
           "[nn][conv2d][amp]") {
+  // At the CPU's own level (the bfloat16 direct kernels where it has vdpbf16ps) and
+  // at avx512, where the bfloat16 blocks are widened to float32 and rounded.
+  ember::testing::IsaGuard guard;
+  for (const char* level : {"auto", "avx512"})
   for (bool autocast : {false, true}) {
+    if (!cpu::set_isa(level)) continue;
     const DType dt = autocast ? kFloat32 : kBFloat16;
-    INFO((autocast ? "float32 under bfloat16 autocast" : "bfloat16 tensors"));
+    INFO((autocast ? "float32 under bfloat16 autocast" : "bfloat16 tensors") << ", level " << level);
     compare({8, 1, 28, 28}, {6, 1, 5, 5}, true, {}, dt, false, autocast);     // the seed net's conv1
     compare({8, 6, 12, 12}, {12, 6, 5, 5}, true, {}, dt, false, autocast);    // and conv2
     compare({2, 4, 9, 11}, {6, 2, 3, 2}, false, {{1, 1}, {1, 0}, {1, 2}, 2}, dt, false, autocast);  // odd output
