@@ -236,6 +236,15 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       if (n.next[1].valid()) gb = sum_to(matmul(a.transpose(-1, -2), g), shape_of(1));
       return {ga, gb};
     }
+    case OpId::Linear: {  // y = x . W^T + b (then ReLU): dW = g^T . x comes out [out, in], as W is
+      const auto& a = n.attrs_as<LinearAttrs>();
+      const Tensor gy = a.relu ? relu_backward(g, saved("y")) : g;
+      Tensor gx, gw, gb;
+      if (n.next[0].valid()) gx = matmul(gy, saved("weight"));
+      if (n.next[1].valid()) gw = matmul(gy.t(), saved("x"));
+      if (a.has_bias && n.next[2].valid()) gb = gy.sum({0});
+      return {gx, gw, gb};
+    }
     case OpId::Cat: {  // each input gets its slice
       const int64_t dim = n.attrs_as<DimAttrs>().dim;
       std::vector<Tensor> out;

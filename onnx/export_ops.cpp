@@ -221,6 +221,15 @@ void Lowering::layer(OpId id) {
       set_attr(pool, "strides", std::vector<int64_t>{2, 2});
       return;
     }
+    case OpId::Linear: {  // Gemm with a transposed B, and the Relu of linear_relu
+      const auto& a = node().attrs_as<LinearAttrs>();
+      std::vector<std::string> inputs{in(0), in(1)};
+      if (a.has_bias) inputs.push_back(in(2));
+      auto* n = a.relu ? g.node("Gemm", inputs, {g.fresh("Gemm")}) : emit("Gemm", inputs);
+      set_attr(n, "transB", int64_t{1});
+      if (a.relu) emit("Relu", {n->output(0)});
+      return;
+    }
     case OpId::MaxPool2d: {
       const auto& a = node().attrs_as<MaxPool2dAttrs>();
       auto* n = emit("MaxPool", {in(0)});
@@ -291,7 +300,7 @@ void Lowering::run() {
     case OpId::MaxDim: case OpId::MinDim:
       return reduce(id);
     case OpId::Softmax: case OpId::LogSoftmax: case OpId::Conv2d: case OpId::MaxPool2d: case OpId::AvgPool2d:
-    case OpId::Conv2dReluPool:
+    case OpId::Conv2dReluPool: case OpId::Linear:
     case OpId::LayerNorm: case OpId::Pad:
       return layer(id);
     case OpId::View: case OpId::Permute: case OpId::Expand: case OpId::Slice: case OpId::Select:

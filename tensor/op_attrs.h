@@ -53,6 +53,12 @@ struct Conv2dAttrs {
   bool has_bias = false;
 };
 
+// linear and linear_relu recorded as one node (tensor/linear.cpp).
+struct LinearAttrs {
+  bool has_bias = false;
+  bool relu = false;  // the node saved its output "y" and applies ReLU's gradient first
+};
+
 struct MaxPool2dAttrs {
   std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0}, dilation{1, 1};
   bool ceil_mode = false;
@@ -82,7 +88,8 @@ struct LossAttrs {
 };
 
 using OpAttrs = std::variant<std::monostate, ReduceAttrs, DimAttrs, PermuteAttrs, SliceAttrs, SelectAttrs,
-                             Conv2dAttrs, MaxPool2dAttrs, AvgPool2dAttrs, LayerNormAttrs, PadAttrs, LossAttrs>;
+                             Conv2dAttrs, LinearAttrs, MaxPool2dAttrs, AvgPool2dAttrs, LayerNormAttrs, PadAttrs,
+                             LossAttrs>;
 
 }  // namespace ember
 

@@ -20,7 +20,7 @@ EMBER_API_BEGIN
   X(Sum, sum) X(Mean, mean) X(Var, var) X(Norm, norm) X(Amax, amax) X(Amin, amin)             \
   X(MaxDim, max) X(MinDim, min) X(Softmax, softmax) X(LogSoftmax, log_softmax)                \
   /* linear algebra, joining, copies */                                                      \
-  X(Matmul, matmul) X(Cat, cat) X(ToCopy, to) X(Clone, clone)                                  \
+  X(Matmul, matmul) X(Linear, linear) X(Cat, cat) X(ToCopy, to) X(Clone, clone)               \
   /* indexing */                                                                             \
   X(Take, take)                                                                               \
   /* views */                                                                                \

@@ -112,12 +112,13 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // the fused path, like BLAS, does not carry a NaN of mat1 or mat2 into the result.
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, double beta = 1.0, double alpha = 1.0);
 // x . weight^T + bias (bias may be undefined), as torch.nn.functional.linear:
-// weight [out, in], x [..., in]. Without autograd, on the CPU in float32 or float64
-// with a 2-D x and a bias, one GEMM started from the bias rows (tensor/linear.cpp);
+// weight [out, in], x [..., in]. On the CPU, for a 2-D x in float32, float64 or
+// bfloat16, one GEMM started from the bias rows, recorded as one Linear node
+// (tensor/linear.cpp; bfloat16 adds the bias to the float32 sums and rounds once);
 // otherwise addmm(bias, x, weight.t()) for a 2-D x, else matmul then add.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
-// relu(linear(x, weight, bias)), the same values and gradients. Where linear takes its
-// direct path (no autograd, no autocast), relu runs on the GEMM's output in place;
+// relu(linear(x, weight, bias)), the same values and gradients. Where linear is one
+// op, relu runs on the GEMM's output in place and the node applies relu's gradient;
 // otherwise it is the two ops.
 Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);

@@ -161,6 +161,14 @@ std::vector<Row> layer_rows() {
       {"conv2d_relu_pool2x2: stride 2, no bias", [](auto& x) {
          return conv2d_relu_pool2x2(x[0], x[1], Tensor(), {2, 2}); },
        {input({1, 2, 9, 9}, -0.5, 1, 120), input({2, 2, 2, 2}, -0.5, 1, 121)}},
+      // One Linear node (tensor/linear.cpp); inputs shifted so that most ReLU outputs pass.
+      {"linear: bias", [](auto& x) { return linear(x[0], x[1], x[2]); },
+       {input({4, 3}, -1, 1, 122), input({5, 3}, -1, 1, 123), input({5}, -1, 1, 124)}},
+      {"linear_relu: bias", [](auto& x) { return linear_relu(x[0], x[1], x[2]); },
+       {input({4, 3}, -0.2, 1, 125), input({5, 3}, -0.2, 1, 126), input({5}, -0.2, 0.5, 127)}},
+      {"linear_relu: no bias, x a transposed view", [](auto& x) {
+         return linear_relu(x[0].t(), x[1]); },
+       {input({3, 4}, -0.2, 1, 128), input({2, 3}, -0.2, 1, 129)}},
       {"max_pool2d", [](auto& x) { return std::get<0>(max_pool2d_with_indices(x[0], {2, 2}, {2, 2}, {0, 0}, {1, 1}, false)); },
        {input({1, 2, 4, 4}, -1, 1, 103)}},
       {"avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {3, 2}, {2, 2}, {1, 0}, true, false); },
