@@ -61,10 +61,14 @@ std::string op_node(const Tensor& y) {
 }
 
 // dt: the tensors' dtype; autocast: run both sides under bfloat16 autocast.
-void compare(const Shape& xs, const Shape& ws, bool bias, Conv c, DType dt, bool nan = false, bool autocast = false) {
+// inf: an input of +Inf and one of -Inf, so that windows hold infinities and the
+// NaNs of Inf - Inf.
+void compare(const Shape& xs, const Shape& ws, bool bias, Conv c, DType dt, bool nan = false, bool autocast = false,
+             bool inf = false) {
   Generator gen(11);
   Tensor x = randn(xs, {dt}, &gen), w = randn(ws, {dt}, &gen) * 0.3;
   if (nan) x.view({-1}).select(0, x.numel() / 2).fill_(NAN);
+  if (inf) x.view({-1}).select(0, x.numel() / 3).fill_(INFINITY), x.view({-1}).select(0, x.numel() / 5).fill_(-INFINITY);
   Tensor b = bias ? randn({ws[0]}, {dt}, &gen) : Tensor();
   auto under = [&](auto&& f) {
     std::optional<nn::amp::AutocastGuard> guard;
@@ -120,6 +124,9 @@ TEST_CASE("conv2d_relu_pool2x2 in bfloat16 and under bfloat16 autocast gives the
     compare({2, 4, 9, 11}, {6, 2, 3, 2}, false, {{1, 1}, {1, 0}, {1, 2}, 2}, dt, false, autocast);  // odd output
     compare({2, 3, 13, 12}, {4, 3, 3, 3}, true, {{2, 2}, {1, 1}, {1, 1}, 1}, dt, false, autocast);  // stride 2
     compare({2, 2, 10, 10}, {3, 2, 3, 3}, true, {}, dt, /*nan=*/true, autocast);
+    compare({2, 1, 28, 28}, {6, 1, 5, 5}, true, {}, dt, /*nan=*/true, autocast);   // rows of 12 pooled values
+    compare({2, 1, 28, 28}, {6, 1, 5, 5}, true, {}, dt, false, autocast, /*inf=*/true);
+    compare({3, 6, 12, 12}, {12, 6, 5, 5}, true, {}, dt, false, autocast, /*inf=*/true);  // rows of 4
   }
 }
 
