@@ -197,25 +197,32 @@ inline __m256 short_row(const float* r, __mmask8 m) { return _mm256_maskz_loadu_
 // (one per 32-bit lane): where the window passed ReLU (and g is not a zero: a -0
 // arrives as +0, as in relu_pool_impl.h), g at the window's position, else 0. Lane
 // i's 32 bits are columns 2i (low half) and 2i + 1 (high half) of the top row (top)
-// and of the bottom row (bottom).
+// and of the bottom row (bottom). Position q moves g up by 16q bits in the top row
+// and by 16(q ^ 2) in the bottom one, and vpsllvd makes a shift of 32 or more a
+// zero: two variable shifts instead of four compares and selects.
 inline void spread_step16(__m512i g, __m512i w, __m512i* top, __m512i* bottom) {
   const __mmask16 passes =
       _mm512_test_epi32_mask(w, _mm512_set1_epi32(kPasses)) & _mm512_test_epi32_mask(g, _mm512_set1_epi32(0x7fff));
-  const __m512i k = _mm512_and_si512(w, _mm512_set1_epi32(3));
-  auto at = [&](int q) { return _mm512_maskz_mov_epi32(passes & _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(q)), g); };
-  *top = _mm512_or_si512(at(0), _mm512_slli_epi32(at(1), 16));
-  *bottom = _mm512_or_si512(at(2), _mm512_slli_epi32(at(3), 16));
+  const __m512i gp = _mm512_maskz_mov_epi32(passes, g);
+  const __m512i shift = _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(3)), 4);
+  *top = _mm512_sllv_epi32(gp, shift);
+  *bottom = _mm512_sllv_epi32(gp, _mm512_xor_si512(shift, _mm512_set1_epi32(32)));
 }
 
-// spread_pooled_rows (relu_pool_impl.h) for bfloat16: each dst row zeroed, then the
-// pooled gradient written at its window's positions, 16 windows a step. As in
+// spread_pooled_rows (relu_pool_impl.h) for bfloat16: each dst row zeros but for the
+// pooled gradient at its windows' positions, 16 windows a step. As in
 // pool_planes16, rows of up to 4 pooled values take four rows a step (lane 4r + q).
 [[gnu::noinline]] void spread_pooled16(const Conv2dShape& s, const Direct& v, const u16* gy, const uint8_t* window,
                                        int64_t rows, u16* dst, int64_t ld) {
   const int64_t ph = s.h_out / 2, pw = s.w_out / 2;
+  // Rows longer than 4 pooled values: when the last step's 32 lanes reach the end
+  // of the grid row (zeros past the row's pooled values, which g and w load as
+  // zeros), the stores write whole rows and only the rows below are zeroed.
+  const bool whole_rows = pw > 4 && v.Wv - 2 * ((pw - 1) / 16 * 16) <= 32;
   for (int64_t r = 0; r < rows; ++r) {
     u16* d = dst + r * ld;
-    zero_n(d, ld);
+    if (whole_rows) zero_n(d + 2 * ph * v.Wv, ld - 2 * ph * v.Wv);
+    else zero_n(d, ld);
     if (pw <= 4) {
       const __mmask8 m8 = __mmask8((1u << pw) - 1u), m_out = __mmask8((1u << (2 * pw)) - 1u);
       for (int64_t py = 0; py < ph; py += 4) {
@@ -252,8 +259,9 @@ inline void spread_step16(__m512i g, __m512i w, __m512i* top, __m512i* bottom) {
           __m512i top, bottom;
           spread_step16(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(n16, gy + o + j)),
                         _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(n16, window + o + j)), &top, &bottom);
-          _mm512_mask_storeu_epi16(row0 + 2 * j, low32(2 * cnt), top);
-          _mm512_mask_storeu_epi16(row0 + v.Wv + 2 * j, low32(2 * cnt), bottom);
+          const __mmask32 m = low32(whole_rows ? v.Wv - 2 * j : 2 * cnt);
+          _mm512_mask_storeu_epi16(row0 + 2 * j, m, top);
+          _mm512_mask_storeu_epi16(row0 + v.Wv + 2 * j, m, bottom);
         }
       }
     }

@@ -127,6 +127,10 @@ TEST_CASE("conv2d_relu_pool2x2 in bfloat16 and under bfloat16 autocast gives the
     compare({2, 1, 28, 28}, {6, 1, 5, 5}, true, {}, dt, /*nan=*/true, autocast);   // rows of 12 pooled values
     compare({2, 1, 28, 28}, {6, 1, 5, 5}, true, {}, dt, false, autocast, /*inf=*/true);
     compare({3, 6, 12, 12}, {12, 6, 5, 5}, true, {}, dt, false, autocast, /*inf=*/true);  // rows of 4
+    // Rows of 17 pooled values (two 16-lane steps) and of 16 whose grid row is longer
+    // than one step's 32 lanes (the gradient spread's two ways of zeroing).
+    compare({2, 2, 9, 38}, {3, 2, 5, 5}, true, {}, dt, false, autocast);
+    compare({2, 1, 10, 36}, {2, 1, 3, 5}, true, {}, dt, false, autocast);
   }
 }
 
