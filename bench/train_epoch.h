@@ -24,7 +24,7 @@ inline constexpr double kTrainFlopsPerImage = 2 * (2 * kForwardMacs + (kForwardM
 // step as a logging loop does; each batch is copied to `device` first when that is a
 // GPU (inside the caller's timed region). Stops after max_batches when positive.
 // Returns the mean loss. With `amp` (float16 or bfloat16) the forward and the loss
-// run under autocast and backward/step go through a GradScaler, as
+// run under autocast, and for float16 backward/step go through a GradScaler, as
 // train_fashion_mnist --amp does.
 double train_pass(nn::Network& net, nn::optim::Optimizer& opt, const data::DataLoader& loader,
                   const Device& device, int64_t epoch, int max_batches = 0,

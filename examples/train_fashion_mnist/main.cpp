@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "train on the images in file order (a loop over slices does so)");
   app.add_flag("--ddp", options.ddp, "data-parallel over MPI ranks: mpirun -np N train_fashion_mnist --ddp");
-  app.add_option("--amp", options.amp, "mixed precision: fp16 or bf16 (autocast + GradScaler)")
+  app.add_option("--amp", options.amp, "mixed precision: fp16 (autocast + GradScaler) or bf16 (autocast)")
       ->check(CLI::IsMember({"fp16", "bf16"}));
   app.add_flag("--half", options.half, "after training, run inference in float16 and compare with float32");
   app.add_flag("--onnx", options.onnx, "also write each trained model as model.onnx (ONNX, opset 17)");

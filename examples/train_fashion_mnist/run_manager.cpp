@@ -150,8 +150,9 @@ void train_run(const RunConfig& config, const TrainOptions& options, const data:
     writer.emplace(run_dir + "/tensorboard");
   }
 
-  // Disabled (a pass-through) without --amp.
-  nn::amp::GradScaler scaler(nn::amp::GradScalerOptions{.enabled = !options.amp.empty()});
+  // Loss scaling for float16 only (a pass-through otherwise): bfloat16 has float32's
+  // exponent range, so its gradients need none (docs/amp.md), as in PyTorch's CPU recipe.
+  nn::amp::GradScaler scaler(nn::amp::GradScalerOptions{.enabled = options.amp == "fp16"});
 
   // What a checkpoint holds besides the objects: this epoch's loss sum on every rank
   // (they differ; rank 0 writes them all), the skipped steps, the time spent so far.
@@ -250,7 +251,7 @@ void train_run(const RunConfig& config, const TrainOptions& options, const data:
     epoch_seconds_before = 0;
     state.progress = {e + 1, 0, state.progress.step};
   }
-  if (!options.amp.empty() && rank == 0)
+  if (options.amp == "fp16" && rank == 0)
     std::printf("amp %s: %lld steps skipped for inf/NaN gradients, final loss scale %g\n", options.amp.c_str(),
                 static_cast<long long>(skipped_steps), scaler.get_scale());
   if (options.half && rank == 0) report_half_inference(*net, test_set, device);

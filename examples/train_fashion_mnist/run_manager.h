@@ -25,7 +25,7 @@ struct TrainOptions {
   // its shard with batch_size / N, DDP averages the gradients; rank 0 alone
   // evaluates and writes files.
   bool ddp = false;
-  std::string amp;    // "" (float32), "fp16" or "bf16": autocast + GradScaler (docs/amp.md)
+  std::string amp;    // "" (float32), "fp16" (autocast + GradScaler) or "bf16" (autocast) (docs/amp.md)
   bool half = false;  // after training, also evaluate the model in float16 and compare
   bool onnx = false;  // also write each trained model as {run_dir}/model.onnx (onnx::save)
   // Every this many optimizer steps (0: never) rank 0 writes {out_dir}/checkpoint.safetensors
