@@ -8,6 +8,8 @@
 
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/adam_impl.h"
+#include "kernels/cpu/isa.h"
 
 namespace ember::cpu {
 
@@ -33,46 +35,14 @@ void sgd_step(DType dt, int64_t n, void* param, const void* grad, void* momentum
 
 namespace {
 
-// Adam's hyperparameters in the compute type A, derived once per step.
-template <class A>
-struct AdamScalars {
-  A step_size, sqrt_bc2, b1, b2, eps, wd, decay, one_minus_b1, one_minus_b2;
-};
+using adam_detail::AdamScalars;
 
-// One element's update. Inlined into two loops: with constant flags and __restrict
-// arrays for float32 (adam_range), where it vectorizes, and with the flags read per
-// element for the other dtypes, which stay scalar and small.
-template <class T>
-[[gnu::always_inline]] inline void adam_one(int64_t i, T* p, const T* g, T* m, T* v, T* vmax,
-                                            const AdamScalars<acc_t<T>>& c, bool decoupled, bool amsgrad) {
-  using A = acc_t<T>;
-  A pi = static_cast<A>(p[i]), gi = static_cast<A>(g[i]);
-  if (decoupled) pi *= c.decay;
-  else gi += c.wd * pi;
-  const A mi = c.b1 * static_cast<A>(m[i]) + c.one_minus_b1 * gi;
-  const A vi = c.b2 * static_cast<A>(v[i]) + c.one_minus_b2 * gi * gi;
-  m[i] = static_cast<T>(mi);
-  v[i] = static_cast<T>(vi);
-  A vs = vi;
-  if (amsgrad) {
-    const A old = static_cast<A>(vmax[i]);
-    vs = old < vi ? vi : old;  // std::max(old, vi): old when vi is NaN
-    vmax[i] = static_cast<T>(vs);
-  }
-  const A denom = std::sqrt(vs) / c.sqrt_bc2 + c.eps;
-  p[i] = static_cast<T>(pi - c.step_size * mi / denom);
-}
-
-// float32 elements [lo, hi). The flags are template parameters and the arrays
-// __restrict, so the loop has no branch and the compiler vectorizes it (divps,
-// sqrtps; the project's -fno-math-errno lets std::sqrt be one): the scalar loop
-// spent 3.2 ns an element in its two divisions and square root, about 100 us per
-// step of the seed network's 33k parameters. Vector division and square root round
-// as the scalar ones do, so the bits are the same.
-template <bool kDecoupled, bool kAmsgrad>
-void adam_range(int64_t lo, int64_t hi, float* __restrict p, const float* __restrict g, float* __restrict m,
-                float* __restrict v, float* __restrict vmax, const AdamScalars<float>& c) {
-  for (int64_t i = lo; i < hi; ++i) adam_one(i, p, g, m, v, vmax, c, kDecoupled, kAmsgrad);
+// The float32 range loop of the widest instruction set the active level allows.
+const adam_detail::AdamKernels& adam_kernels() {
+  using namespace adam_detail;
+  static const PerIsa<AdamKernels> tables(adam_kernels_generic(), adam_kernels_avx2(), adam_kernels_avx512(),
+                                          nullptr);
+  return tables.pick();
 }
 
 // Elements per parallel chunk: a team pays off from a few of them.
@@ -100,18 +70,15 @@ void adam_step(DType dt, int64_t n, void* param, const void* grad, void* exp_avg
                            static_cast<A>(1 - h.beta2)};
     const bool amsgrad = vmax != nullptr;
     if constexpr (std::is_same_v<T, float>) {
-      auto run = [&]<bool kDecoupled, bool kAmsgrad>() {
-        const int64_t chunks = (n + kAdamChunk - 1) / kAdamChunk;
-        parallel_rows(chunks, n >= kParallelGrain, [&](int64_t k) {
-          const int64_t lo = k * kAdamChunk, hi = std::min(n, lo + kAdamChunk);
-          adam_range<kDecoupled, kAmsgrad>(lo, hi, p, g, m, v, vmax, c);
-        });
-      };
-      if (h.decoupled) amsgrad ? run.template operator()<true, true>() : run.template operator()<true, false>();
-      else amsgrad ? run.template operator()<false, true>() : run.template operator()<false, false>();
+      const adam_detail::AdamRange range = adam_kernels().range[h.decoupled][amsgrad];
+      const int64_t chunks = (n + kAdamChunk - 1) / kAdamChunk;
+      parallel_rows(chunks, n >= kParallelGrain, [&](int64_t k) {
+        const int64_t lo = k * kAdamChunk, hi = std::min(n, lo + kAdamChunk);
+        range(lo, hi, p, g, m, v, vmax, c);
+      });
     } else {
       parallel_rows(n, n >= kParallelGrain,
-                    [&](int64_t i) { adam_one(i, p, g, m, v, vmax, c, h.decoupled, amsgrad); });
+                    [&](int64_t i) { adam_detail::adam_one(i, p, g, m, v, vmax, c, h.decoupled, amsgrad); });
     }
   });
 }
