@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/base/scalar.h"
 #include "kernels/cpu/adam_kernels.h"
 #include "kernels/cpu/isa.h"
 

@@ -217,8 +217,10 @@ inline void spread_step16(__m512i g, __m512i w, __m512i* top, __m512i* bottom) {
   const int64_t ph = s.h_out / 2, pw = s.w_out / 2;
   // Rows longer than 4 pooled values: when the last step's 32 lanes reach the end
   // of the grid row (zeros past the row's pooled values, which g and w load as
-  // zeros), the stores write whole rows and only the rows below are zeroed.
-  const bool whole_rows = pw > 4 && v.Wv - 2 * ((pw - 1) / 16 * 16) <= 32;
+  // zeros) and the dst row holds every grid row written (the weight gradient's rows
+  // of Pw values can end before the last pooled grid row does), the stores write
+  // whole rows and only the rows below are zeroed.
+  const bool whole_rows = pw > 4 && v.Wv - 2 * ((pw - 1) / 16 * 16) <= 32 && 2 * ph * v.Wv <= ld;
   for (int64_t r = 0; r < rows; ++r) {
     u16* d = dst + r * ld;
     if (whole_rows) zero_n(d + 2 * ph * v.Wv, ld - 2 * ph * v.Wv);

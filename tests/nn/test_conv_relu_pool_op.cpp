@@ -131,6 +131,9 @@ TEST_CASE("conv2d_relu_pool2x2 in bfloat16 and under bfloat16 autocast gives the
     // than one step's 32 lanes (the gradient spread's two ways of zeroing).
     compare({2, 2, 9, 38}, {3, 2, 5, 5}, true, {}, dt, false, autocast);
     compare({2, 1, 10, 36}, {2, 1, 3, 5}, true, {}, dt, false, autocast);
+    // Even rows of output whose last grid row reaches past the weight gradient's row
+    // buffer (2 * 5 rows of 13 > 128 positions), over three image ranges.
+    compare({150, 1, 12, 13}, {6, 1, 3, 3}, true, {}, dt, false, autocast);
   }
 }
 
