@@ -11,8 +11,12 @@ StridedLoop make_loop(const Shape& shape, const std::vector<const Tensor*>& oper
   StridedLoop L;
   const int nops = static_cast<int>(operands.size());
   const int nd = static_cast<int>(shape.size());
+  // Any zero dim makes the loop empty; the product is formed only without one (the
+  // other dims of an empty tensor may be huge: their product could overflow).
   int64_t numel = 1;
-  for (int64_t s : shape) numel *= s;
+  for (int64_t s : shape) numel = s == 0 ? 0 : numel;
+  if (numel != 0)
+    for (int64_t s : shape) numel *= s;
   L.numel = numel;
   for (int o = 0; o < nops; ++o) {
     const Tensor& t = *operands[o];
@@ -25,6 +29,14 @@ StridedLoop make_loop(const Shape& shape, const std::vector<const Tensor*>& oper
       continue;  // data[o] stays null; its strides are 0 below (a 0-dim operand broadcasts)
     }
     L.data[o] = numel ? static_cast<char*>(t.data_ptr()) : nullptr;
+  }
+  // Nothing to visit: one empty dim. Returned before the merging below, whose
+  // stride * size products can overflow for the other dims of an empty tensor
+  // (shape (0, 3e13, ...) in Fortran order: found by the npy fuzzer).
+  if (numel == 0) {
+    L.ndim = 1;
+    L.sizes[0] = 0;
+    return L;
   }
   // Fill dims innermost-first, skipping size-1 dims and merging where possible.
   int n = 0;  // dims written so far, stored innermost at index 0 for now
@@ -50,14 +62,9 @@ StridedLoop make_loop(const Shape& shape, const std::vector<const Tensor*>& oper
     ++n;
   }
   if (n == 0) {  // a single element (or a 0-dim tensor)
-    sizes[0] = numel == 0 ? 0 : 1;
+    sizes[0] = 1;
     for (int o = 0; o < nops; ++o) strides[o][0] = 0;
     n = 1;
-  }
-  if (numel == 0) {
-    L.ndim = 1;
-    L.sizes[0] = 0;
-    return L;
   }
   L.ndim = n;
   for (int i = 0; i < n; ++i) {
