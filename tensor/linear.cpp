@@ -10,9 +10,9 @@
 // batch-100 training step of the seed network's three layers made 5 nodes and 3
 // extra passes per layer, and under bfloat16 autocast a transposing copy of each
 // weight gradient: 45% of the layers' time went to that glue, not to the GEMMs.
-// bfloat16 sums in float32 (cpu::gemm_bf16), adds the bias to those sums and rounds
-// once, as PyTorch's CPU addmm does; the composite rounded the product and then the
-// sum. Anything else (other devices and dtypes, x of other ranks, mismatched shapes,
+// bfloat16 sums in float32 (cpu::gemm_bf16_rounded), adds the bias to those sums,
+// applies ReLU and rounds once as the GEMM stores each tile, as PyTorch's CPU addmm
+// does; the composite rounded the product and then the sum. Anything else (other devices and dtypes, x of other ranks, mismatched shapes,
 // for their messages) is addmm or matmul plus add.
 // linear_relu applies ReLU to the GEMM's output before it is returned (or rounded)
 // and records the same node with relu set, which saves the output for ReLU's
@@ -67,12 +67,7 @@ Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
   const auto run = [&]<class T>(T* c, const Tensor& bias_rows) {
     const T beta = start_from_bias<T>(bias_rows, c, m, n);
     if constexpr (std::is_same_v<T, float>) {
-      if (x.dtype() == kBFloat16) {
-        cpu::gemm_bf16(m, n, k, 1.0f, x.data_ptr<BFloat16>(), xs[0], xs[1], w.data_ptr<BFloat16>(), ws[1], ws[0],
-                       beta, c, n, 1);
-      } else {
-        cpu::gemm(m, n, k, 1.0f, x.data_ptr<float>(), xs[0], xs[1], w.data_ptr<float>(), ws[1], ws[0], beta, c, n, 1);
-      }
+      cpu::gemm(m, n, k, 1.0f, x.data_ptr<float>(), xs[0], xs[1], w.data_ptr<float>(), ws[1], ws[0], beta, c, n, 1);
     } else {
       cpu::gemm(m, n, k, 1.0, x.data_ptr<double>(), xs[0], xs[1], w.data_ptr<double>(), ws[1], ws[0], beta, c, n, 1);
     }
@@ -82,10 +77,10 @@ Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
     run(out.data_ptr<float>(), b.defined() ? b.contiguous() : b);
   } else if (x.dtype() == kFloat64) {
     run(out.data_ptr<double>(), b.defined() ? b.contiguous() : b);
-  } else {  // bfloat16: float32 sums and bias (exact widening), one rounding
-    Tensor sums = empty({m, n}, {kFloat32, kCPU});
-    run(sums.data_ptr<float>(), b.defined() ? b.to(kFloat32).contiguous() : b);
-    out.copy_(sums);
+  } else {  // bfloat16: float32 sums plus the bias (exact widening), ReLU, one rounding in the GEMM's store
+    const Tensor bias = b.defined() ? b.to(kFloat32).contiguous() : b;
+    cpu::gemm_bf16_rounded(1, m, n, k, 1.0f, x.data_ptr<BFloat16>(), 0, xs[0], xs[1], w.data_ptr<BFloat16>(), 0, ws[1],
+                           ws[0], {out.data_ptr<BFloat16>(), 0, n, bias.defined() ? bias.data_ptr<float>() : nullptr, relu});
   }
   return out;
 }

@@ -68,11 +68,10 @@ void batched_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
       return;
     case DType::BFloat16: {
       // Products of bfloat16 pairs summed in float32 (vdpbf16ps where the CPU has
-      // it, see cpu::gemm_bf16), rounded once to bfloat16 on store.
-      Tensor o32 = empty(out.shape(), {kFloat32, kCPU});
-      cpu::gemm_bf16_batched(B, m, n, k, 1.0f, a.data_ptr<BFloat16>(), as[0], as[1], as[2], b.data_ptr<BFloat16>(),
-                             bs[0], bs[1], bs[2], 0.0f, o32.data_ptr<float>(), m * n, n, 1);
-      out.copy_(o32);
+      // it, see cpu::gemm_bf16), rounded once to bfloat16 as the GEMM stores them.
+      // out is the fresh contiguous result.
+      cpu::gemm_bf16_rounded(B, m, n, k, 1.0f, a.data_ptr<BFloat16>(), as[0], as[1], as[2], b.data_ptr<BFloat16>(),
+                             bs[0], bs[1], bs[2], {out.data_ptr<BFloat16>(), m * n, n});
       return;
     }
     case DType::Float16: {

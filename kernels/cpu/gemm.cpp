@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -241,9 +242,18 @@ void scale_c(int64_t m, int64_t n, T beta, T* c, int64_t c_rs, int64_t c_cs) {
   }
 }
 
+// One matrix's bfloat16 C for the bfloat16 kernel's macro_rounded (see Bf16Out).
+struct Rounded {
+  BFloat16* out;
+  int64_t out_rs;
+  const float* bias;
+  bool relu;
+};
+
 struct Problem {
   int64_t m, n, k;
   int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+  const Rounded* rounded = nullptr;  // bfloat16 C (bfloat16 kernel only); c then holds partial sums
 };
 
 // Splits nt threads into a tm x tn grid over C's micro-tiles, minimizing the
@@ -355,6 +365,16 @@ void run_share(const K& kern, const Blocking& bl, const Problem& p, const Plan& 
       for (int64_t ic = m0; ic < m1; ic += mc_even) {
         const int64_t mc = std::min(mc_even, m1 - ic);
         kern.pack_a(mc, kc, a + ic * p.a_rs + pc * p.a_cs, p.a_rs, p.a_cs, abuf);
+        if constexpr (std::is_same_v<K, GemmKernelBf16>) {
+          if (p.rounded && pc + kc >= p.k) {  // the last depth block stores bfloat16 C
+            const Rounded& r = *p.rounded;
+            kern.macro_rounded(mc, j1 - j0, kc, abuf, bp, alpha, beta_here,
+                               beta_here != 0 ? c + ic * p.c_rs + jc + j0 : nullptr, p.c_rs,
+                               r.out + ic * r.out_rs + jc + j0, r.out_rs,
+                               r.bias ? r.bias + jc + j0 : nullptr, r.relu);
+            continue;
+          }
+        }
         kern.macro(mc, j1 - j0, kc, abuf, bp, alpha, beta_here,
                    c + ic * p.c_rs + (jc + j0) * p.c_cs, p.c_rs, p.c_cs);
       }
@@ -371,20 +391,38 @@ void run_serial(const K& kern, const Blocking& bl, const Problem& p, Out alpha, 
   run_share(kern, bl, p, pl, 0, alpha, a, b, beta, c, static_cast<P*>(nullptr), ws);
 }
 
-// One product through kernel `kern` (float, double or bfloat16).
+// Each calling thread's float32 partial sums for a bfloat16 C deeper than one block.
+thread_local Scratch partial_sums;
+
+// A bfloat16 C with no product to add (k == 0 or alpha == 0): each row is the bias
+// (or 0), through ReLU, rounded.
+void store_rounded_bias(int64_t m, int64_t n, const Rounded& r) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = r.bias ? r.bias[j] : 0.f;
+      r.out[i * r.out_rs + j] = BFloat16(r.relu && !(v > 0.f) && v == v ? 0.f : v);
+    }
+}
+
+// One product through kernel `kern` (float, double or bfloat16). With `rounded`
+// (bfloat16 kernel, beta 0), C is bfloat16 and `c` is ignored: float32 partial sums
+// go to a buffer of this thread when k spans more than one depth block.
 template <class K, class In = typename K::in_type, class P = typename K::packed_type,
           class Out = typename K::out_type>
 void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const In* a, int64_t a_rs,
                int64_t a_cs, const In* b, int64_t b_rs, int64_t b_cs, Out beta, Out* c, int64_t c_rs,
-               int64_t c_cs) {
+               int64_t c_cs, const Rounded* rounded = nullptr) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == Out(0)) {
-    scale_c(m, n, beta, c, c_rs, c_cs);
+    if (rounded)
+      store_rounded_bias(m, n, *rounded);
+    else
+      scale_c(m, n, beta, c, c_rs, c_cs);
     return;
   }
   // The kernels store whole vectors along C's rows. A column-major C is the
   // row-major C^T = B^T A^T, so swap the operands instead of scattering stores.
-  if (c_cs != 1 && c_rs == 1) {
+  if (!rounded && c_cs != 1 && c_rs == 1) {
     std::swap(m, n);
     std::swap(a, b);
     std::swap(a_rs, b_cs);
@@ -418,7 +456,13 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
     return;
   }
   const Blocking bl = blocking_for(kern);
-  const Problem p{m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs};
+  if (rounded) {
+    beta = Out(0);
+    c = k > bl.kc ? static_cast<Out*>(partial_sums.get(sizeof(Out) * size_t(m * n))) : nullptr;
+    c_rs = n;
+    c_cs = 1;
+  }
+  const Problem p{m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, rounded};
 
   int nt = 1;
   if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kTeamWork &&
@@ -444,12 +488,24 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
       [&] { run_serial(kern, bl, p, alpha, a, b, beta, c); });
 }
 
+// `batch` products through gemm_impl; with `rounded`, matrix i of the bfloat16 C
+// starts out_bs values after matrix i - 1 and `c` is unused.
 template <class K, class In = typename K::in_type, class Out = typename K::out_type>
 void gemm_batched_impl(const K& kern, int64_t batch, int64_t m, int64_t n, int64_t k, Out alpha,
                        const In* a, int64_t a_bs, int64_t a_rs, int64_t a_cs, const In* b,
                        int64_t b_bs, int64_t b_rs, int64_t b_cs, Out beta, Out* c, int64_t c_bs,
-                       int64_t c_rs, int64_t c_cs) {
+                       int64_t c_rs, int64_t c_cs, const Rounded* rounded = nullptr, int64_t out_bs = 0) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
+  const auto one = [&](int64_t i) {
+    if (rounded) {
+      Rounded r = *rounded;
+      r.out += i * out_bs;
+      gemm_impl(kern, m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta, c, c_rs, c_cs, &r);
+    } else {
+      gemm_impl(kern, m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta, c + i * c_bs, c_rs,
+                c_cs);
+    }
+  };
   const int nt = omp_in_parallel() ? 1 : get_num_threads();
   const double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));
   // Whole matrices per thread need no barriers and no shared packing, so they win
@@ -463,9 +519,7 @@ void gemm_batched_impl(const K& kern, int64_t batch, int64_t m, int64_t n, int64
                           : batch % nt == 0 || batch >= 4 * int64_t(nt));
   if (by_batch) {
     auto items = [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        gemm_impl(kern, m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs,
-                  beta, c + i * c_bs, c_rs, c_cs);
+      for (int64_t i = lo; i < hi; ++i) one(i);
     };
     run_team(
         nt, work * double(batch) >= kMeasureCpuWork,
@@ -473,9 +527,7 @@ void gemm_batched_impl(const K& kern, int64_t batch, int64_t m, int64_t n, int64
         [&] { items(0, batch); });
     return;
   }
-  for (int64_t i = 0; i < batch; ++i)
-    gemm_impl(kern, m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, beta,
-              c + i * c_bs, c_rs, c_cs);
+  for (int64_t i = 0; i < batch; ++i) one(i);
 }
 
 // The vdpbf16ps kernel when the avx512_bf16 level is active, else null.
@@ -559,6 +611,31 @@ void gemm_bf16_batched(int64_t batch, int64_t m, int64_t n, int64_t k, float alp
   for (int64_t i = 0; i < batch; ++i)
     gemm_detail::gemm_bf16_widened(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs,
                                    b_cs, beta, c + i * c_bs, c_rs, c_cs);
+}
+
+void gemm_bf16_rounded(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
+                       const BFloat16* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                       const BFloat16* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, const Bf16Out& out) {
+  const gemm_detail::Rounded r{out.c, out.c_rs, out.bias, out.relu};
+  if (const gemm_detail::GemmKernelBf16* kern = gemm_detail::bf16_kernel()) {
+    gemm_detail::gemm_batched_impl(*kern, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, 0.f,
+                                   static_cast<float*>(nullptr), 0, n, 1, &r, out.c_bs);
+    return;
+  }
+  // Without vdpbf16ps: the widened float32 product, then one rounding pass.
+  if (m <= 0 || n <= 0) return;
+  thread_local Scratch sums_buf;
+  float* sums = static_cast<float*>(sums_buf.get(sizeof(float) * size_t(m * n)));
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm_detail::gemm_bf16_widened(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, 0.f, sums,
+                                   n, 1);
+    for (int64_t row = 0; row < m; ++row)
+      for (int64_t j = 0; j < n; ++j) {
+        float v = sums[row * n + j] + (out.bias ? out.bias[j] : 0.f);
+        if (out.relu && !(v > 0.f) && v == v) v = 0.f;
+        out.c[i * out.c_bs + row * out.c_rs + j] = BFloat16(v);
+      }
+  }
 }
 
 const char* gemm_bf16_kernel_name() {

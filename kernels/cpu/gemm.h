@@ -48,6 +48,25 @@ void gemm_bf16_batched(int64_t batch, int64_t m, int64_t n, int64_t k, float alp
                        const BFloat16* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, float beta,
                        float* c, int64_t c_bs, int64_t c_rs, int64_t c_cs);
 
+// Where gemm_bf16_rounded stores C: matrix i of the batch at c + i * c_bs, its rows
+// c_rs apart and its columns contiguous; `bias` (n float32 values, or null) is added
+// to every row, and `relu` applies ReLU (NaN kept, -0 to 0), both before rounding.
+struct Bf16Out {
+  BFloat16* c;
+  int64_t c_bs, c_rs;
+  const float* bias = nullptr;
+  bool relu = false;
+};
+
+// The bfloat16 product with bfloat16 C: C = alpha * A.B (+ bias, ReLU), the float32
+// sums of gemm_bf16_batched rounded once to bfloat16 (to nearest even, as
+// BFloat16(float)) as the last depth block stores them, instead of written as float32
+// and rounded by a second pass. A product deeper than one depth block keeps its
+// partial sums in a float32 buffer of the calling thread.
+void gemm_bf16_rounded(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
+                       const BFloat16* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                       const BFloat16* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, const Bf16Out& out);
+
 // "avx512_bf16" (vdpbf16ps) or "widen" (float32 GEMM on widened copies): what the
 // bfloat16 GEMM runs at the active instruction-set level.
 const char* gemm_bf16_kernel_name();

@@ -52,8 +52,17 @@ struct GemmKernelOf {
 template <class T>
 using GemmKernel = GemmKernelOf<T, T, T>;
 
-// bfloat16 A and B, float32 C (kernels/cpu/gemm_kernel_bf16.cpp).
-using GemmKernelBf16 = GemmKernelOf<BFloat16, uint32_t, float>;
+// bfloat16 A and B, float32 sums (kernels/cpu/gemm_kernel_bf16.cpp).
+struct GemmKernelBf16 : GemmKernelOf<BFloat16, uint32_t, float> {
+  // macro for the last depth block when C is bfloat16: each alpha * sum + beta * c
+  // (c: the float32 sums of the earlier depth blocks, unit column stride, read only
+  // when beta != 0), plus bias[j] when bias is set, through ReLU when relu is,
+  // rounded once to bfloat16 into out (rows out_rs apart, contiguous columns). So no
+  // float32 C is written when k fits one depth block.
+  void (*macro_rounded)(int64_t mc, int64_t nc, int64_t kc, const uint32_t* pa, const uint32_t* pb,
+                        float alpha, float beta, const float* c, int64_t c_rs, BFloat16* out,
+                        int64_t out_rs, const float* bias, bool relu);
+};
 
 struct GemmKernelSet {
   GemmKernel<float> f32;

@@ -119,15 +119,48 @@ inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
 // computes the zero rows its panel was padded with rather than have an instantiation
 // of its own (as the float kernels do): one copy of this loop keeps the library
 // small, and edge tiles are a small share of any product worth this kernel.
+// 16 float32 values rounded to bfloat16 as BFloat16(float) rounds each (half.h): to
+// nearest, ties to even, NaN kept quiet, subnormals kept. vcvtneps2bf16 would flush
+// subnormal sums to zero, which the separate rounding pass this replaces did not.
+inline __m256i round_to_bf16(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(r);
+}
+
+// ReLU as the relu op computes it: x > 0 or NaN is kept, anything else (-0 too) is 0.
+inline __m512 relu(__m512 v) {
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+}
+
+// Where a tile's sums go when C is bfloat16 (the last depth block of
+// gemm_bf16_rounded): alpha * sum + beta * c, plus the column's bias, through ReLU,
+// rounded once into `out`. Null `out` means C is the float32 c.
+struct RoundedStore {
+  BFloat16* out;
+  int64_t out_rs;
+  const float* bias;
+  bool relu;
+};
+
 void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b, float alpha, float beta,
-          float* __restrict c, int64_t c_rs, int64_t c_cs, int64_t nr, int rows) {
+          float* __restrict c, int64_t c_rs, int64_t c_cs, int64_t nr, int rows, const RoundedStore& rs) {
   constexpr int ROWS = MR;
   __m512 acc[ROWS][2];
 #pragma GCC unroll 16
   for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int i = 0; i < rows; ++i) {
-    __builtin_prefetch(c + i * c_rs, 1);
-    __builtin_prefetch(c + i * c_rs + (NR - 1) * c_cs, 1);
+    if (rs.out) {
+      __builtin_prefetch(rs.out + i * rs.out_rs, 1);
+      __builtin_prefetch(rs.out + i * rs.out_rs + NR - 1, 1);
+    } else {
+      __builtin_prefetch(c + i * c_rs, 1);
+      __builtin_prefetch(c + i * c_rs + (NR - 1) * c_cs, 1);
+    }
   }
   for (int64_t p = 0; p < kp; ++p) {
     const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 16);
@@ -142,9 +175,32 @@ void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b
   }
 
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const int n0 = nr >= 16 ? 16 : int(nr), n1 = nr >= 32 ? 16 : nr > 16 ? int(nr - 16) : 0;
+  const __mmask16 m0 = __mmask16((1u << n0) - 1), m1 = __mmask16((1u << n1) - 1);
+  if (rs.out) {  // c, when read, has unit column stride (gemm.cpp's float32 sums)
+    const __m512 bias0 = rs.bias ? _mm512_maskz_loadu_ps(m0, rs.bias) : _mm512_setzero_ps();
+    const __m512 bias1 = rs.bias ? _mm512_maskz_loadu_ps(m1, rs.bias + 16) : _mm512_setzero_ps();
+    for (int i = 0; i < rows; ++i) {
+      __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
+      if (beta != 0.f) {
+        r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, c + i * c_rs), r0);
+        r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, c + i * c_rs + 16), r1);
+      }
+      if (rs.bias) {
+        r0 = _mm512_add_ps(r0, bias0);
+        r1 = _mm512_add_ps(r1, bias1);
+      }
+      if (rs.relu) {
+        r0 = relu(r0);
+        r1 = relu(r1);
+      }
+      BFloat16* oi = rs.out + i * rs.out_rs;
+      _mm256_mask_storeu_epi16(oi, m0, round_to_bf16(r0));
+      _mm256_mask_storeu_epi16(oi + 16, m1, round_to_bf16(r1));
+    }
+    return;
+  }
   if (c_cs == 1) {
-    const int n0 = nr >= 16 ? 16 : int(nr), n1 = nr >= 32 ? 16 : nr > 16 ? int(nr - 16) : 0;
-    const __mmask16 m0 = __mmask16((1u << n0) - 1), m1 = __mmask16((1u << n1) - 1);
     for (int i = 0; i < rows; ++i) {
       float* ci = c + i * c_rs;
       __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
@@ -175,15 +231,32 @@ void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b
 void macro(int64_t mc, int64_t nc, int64_t kc, const uint32_t* pa, const uint32_t* pb, float alpha,
            float beta, float* c, int64_t c_rs, int64_t c_cs) {
   const int64_t kp = (kc + 1) / 2;
+  const RoundedStore none{nullptr, 0, nullptr, false};
   for (int64_t i0 = 0; i0 < mc; i0 += MR) {
     const int rows = int(imin(MR, mc - i0));
     for (int64_t j0 = 0; j0 < nc; j0 += NR)
       tile(kp, pa + i0 * kp, pb + j0 * kp, alpha, beta, c + i0 * c_rs + j0 * c_cs, c_rs, c_cs,
-           imin(NR, nc - j0), rows);
+           imin(NR, nc - j0), rows, none);
   }
 }
 
-constexpr GemmKernelBf16 kKernel{"avx512_bf16", MR, NR, 2, &pack_a, &pack_b, &macro, nullptr};
+// macro with bfloat16 C (GemmKernelBf16::macro_rounded): c is read only when beta
+// is not 0, and is then float32 with unit column stride.
+void macro_rounded(int64_t mc, int64_t nc, int64_t kc, const uint32_t* pa, const uint32_t* pb, float alpha,
+                   float beta, const float* c, int64_t c_rs, BFloat16* out, int64_t out_rs, const float* bias,
+                   bool relu) {
+  const int64_t kp = (kc + 1) / 2;
+  for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+    const int rows = int(imin(MR, mc - i0));
+    for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+      const RoundedStore rs{out + i0 * out_rs + j0, out_rs, bias ? bias + j0 : nullptr, relu};
+      tile(kp, pa + i0 * kp, pb + j0 * kp, alpha, beta, beta != 0.f ? const_cast<float*>(c) + i0 * c_rs + j0 : nullptr,
+           c_rs, 1, imin(NR, nc - j0), rows, rs);
+    }
+  }
+}
+
+constexpr GemmKernelBf16 kKernel{{"avx512_bf16", MR, NR, 2, &pack_a, &pack_b, &macro, nullptr}, &macro_rounded};
 
 }  // namespace
 

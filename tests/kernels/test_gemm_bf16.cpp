@@ -208,3 +208,134 @@ TEST_CASE("gemm_bf16_batched matches gemm_bf16 on each matrix", "[gemm][bf16]") 
     }
   });
 }
+
+namespace {
+
+// out = relu?(alpha A.B + bias) as bfloat16, against the float64 sum over the same
+// bfloat16 values: within the float32 summation bound plus half a bfloat16 ulp
+// (2^-8 relative, and 2^-134 absolute where the result is subnormal), and nothing
+// written outside out's rows.
+void run_rounded_case(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, Layout la, Layout lb,
+                      int64_t out_pad, bool bias, bool relu, uint32_t seed = 3) {
+  std::mt19937 g(seed);
+  std::vector<Mat<BFloat16>> as, bs;
+  for (int64_t i = 0; i < batch; ++i) {
+    as.push_back(make<BFloat16>(m, k, la, g));
+    bs.push_back(make<BFloat16>(k, n, lb, g));
+  }
+  // One buffer per operand with matrices a whole buffer apart.
+  const int64_t a_bs = int64_t(as[0].buf.size()), b_bs = int64_t(bs[0].buf.size());
+  std::vector<BFloat16> a, b;
+  for (int64_t i = 0; i < batch; ++i) {
+    a.insert(a.end(), as[size_t(i)].buf.begin(), as[size_t(i)].buf.end());
+    b.insert(b.end(), bs[size_t(i)].buf.begin(), bs[size_t(i)].buf.end());
+  }
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> bias_v(static_cast<size_t>(n));
+  for (float& v : bias_v) v = d(g);
+  const int64_t out_rs = n + out_pad, out_bs = m * out_rs + 3;
+  std::vector<BFloat16> out(size_t(batch * out_bs + 1));
+  for (BFloat16& v : out) v = BFloat16::from_bits(0x7fa5);  // a NaN pattern nothing computes
+  INFO("batch " << batch << " m=" << m << " n=" << n << " k=" << k << " A " << layout_name(la) << " B "
+                << layout_name(lb) << " pad " << out_pad << (bias ? " bias" : "") << (relu ? " relu" : ""));
+  ember::cpu::gemm_bf16_rounded(batch, m, n, k, alpha, a.data(), a_bs, as[0].rs, as[0].cs, b.data(), b_bs, bs[0].rs,
+                                bs[0].cs, {out.data(), out_bs, out_rs, bias ? bias_v.data() : nullptr, relu});
+  int64_t bad = 0, outside = 0;
+  std::vector<char> inside(out.size(), 0);
+  for (int64_t t = 0; t < batch; ++t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, mag = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double x = double(float(as[size_t(t)].at(i, p))) * double(float(bs[size_t(t)].at(p, j)));
+          sum += x;
+          mag += std::fabs(x);
+        }
+        double want = double(alpha) * sum + (bias ? double(bias_v[size_t(j)]) : 0.0);
+        mag = std::fabs(double(alpha)) * mag + (bias ? std::fabs(double(bias_v[size_t(j)])) : 0.0);
+        if (relu && want < 0) want = 0;
+        const size_t at = size_t(t * out_bs + i * out_rs + j);
+        inside[at] = 1;
+        const double got = float(out[at]);
+        const double tol = 2.0 * double(k + 2) * 0x1p-24 * mag + 0x1p-8 * std::fabs(want) + 0x1p-134;
+        if (!(std::fabs(got - want) <= tol) || (relu && std::signbit(got))) {
+          if (bad < 5) UNSCOPED_INFO("out[" << t << "](" << i << "," << j << ") = " << got << ", want " << want);
+          ++bad;
+        }
+      }
+  for (size_t e = 0; e < out.size(); ++e)
+    if (!inside[e] && out[e].bits != 0x7fa5) ++outside;
+  CHECK(bad == 0);
+  CHECK(outside == 0);
+}
+
+}  // namespace
+
+TEST_CASE("gemm_bf16_rounded: bfloat16 C, bias and ReLU against a float64 reference", "[gemm][bf16]") {
+  for_each_path([](const std::string&) {
+    for (int threads : {1, 2, 3}) {
+      ThreadsGuard guard(threads);
+      INFO("threads " << threads);
+      for (int64_t s : {1, 17, 33, 127})
+        run_rounded_case(1, s, s, s, 1.f, Layout::Row, Layout::Row, 0, false, false);
+      run_rounded_case(1, 300, 129, 71, -0.75f, Layout::Col, Layout::Strided, 5, true, false);
+      run_rounded_case(1, 129, 300, 70, 1.f, Layout::Row, Layout::Col, 3, true, true);
+      // Deeper than one depth block: float32 partial sums, then the rounded last block.
+      run_rounded_case(1, 300, 600, 1201, 1.f, Layout::Row, Layout::Row, 0, true, true);
+      run_rounded_case(1, 30, 4200, 2100, 0.5f, Layout::Col, Layout::Row, 1, false, false);
+      // Batches, one by matrices over the team and one threaded inside each product.
+      run_rounded_case(16, 20, 24, 28, 1.f, Layout::Row, Layout::Row, 2, true, true);
+      run_rounded_case(3, 200, 150, 1100, 2.f, Layout::Row, Layout::Col, 0, true, false);
+      // k == 0: the bias, through ReLU, rounded.
+      run_rounded_case(2, 33, 65, 0, 1.f, Layout::Row, Layout::Row, 1, true, true);
+      run_rounded_case(1, 0, 65, 5, 1.f, Layout::Row, Layout::Row, 0, true, true);
+    }
+  });
+}
+
+TEST_CASE("gemm_bf16_rounded rounds exact sums once, to nearest even, keeping NaN, -0 and subnormals",
+          "[gemm][bf16]") {
+  ThreadsGuard threads(1);
+  // Row i of A is all ones over k = 8; column j of B holds small integers summing to
+  // want[j], exactly in float32, so each output is BFloat16(want[j]) exactly:
+  // 257 and 259 are ties (bfloat16 steps by 2 from 256) that go to the even 256 and
+  // 260; 257.5 is above the tie and goes up; -3 through ReLU is +0.
+  const std::vector<float> want = {257.f, 259.f, 257.5f, 261.f, -3.f, 1.f, 255.f, 0.f};
+  const int64_t n = int64_t(want.size()), k = 8;
+  std::vector<BFloat16> a(2 * k, BFloat16(1.f)), b(size_t(k * n), BFloat16(0.f));
+  for (int64_t j = 0; j < n; ++j) {
+    b[size_t(0 * n + j)] = BFloat16(want[size_t(j)] >= 0 ? std::floor(want[size_t(j)] / 2) : want[size_t(j)]);
+    b[size_t(1 * n + j)] = BFloat16(want[size_t(j)] >= 0 ? want[size_t(j)] - std::floor(want[size_t(j)] / 2) : 0.f);
+  }
+  for_each_path([&](const std::string&) {
+    for (bool relu : {false, true}) {
+      std::vector<BFloat16> out(size_t(2 * n));
+      ember::cpu::gemm_bf16_rounded(1, 2, n, k, 1.f, a.data(), 0, k, 1, b.data(), 0, n, 1,
+                                    {out.data(), 0, n, nullptr, relu});
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const float w = relu && want[size_t(j)] < 0 ? 0.f : want[size_t(j)];
+          INFO("relu " << relu << " column " << j << " sum " << want[size_t(j)]);
+          CHECK(out[size_t(i * n + j)].bits == BFloat16(w).bits);
+        }
+      CHECK(float(out[0]) == 256.f);
+      CHECK(float(out[1]) == 260.f);
+      CHECK(float(out[2]) == 258.f);
+    }
+    // A subnormal result (1.5 * 2^-126 - 2^-126 = 2^-127) stays, as BFloat16(float)
+    // keeps it (vcvtneps2bf16 would flush it); a NaN bias gives NaN through ReLU; a
+    // negative subnormal result is +0 through ReLU.
+    const std::vector<BFloat16> a1 = {BFloat16(0x1.8p-63f)}, b1 = {BFloat16(0x1p-63f), BFloat16(0x1p-63f),
+                                                                     BFloat16(-0x1p-63f)};
+    const std::vector<float> bias = {-0x1p-126f, std::numeric_limits<float>::quiet_NaN(), 0x1p-126f};
+    for (bool relu : {false, true}) {
+      std::vector<BFloat16> out(3);
+      ember::cpu::gemm_bf16_rounded(1, 1, 3, 1, 1.f, a1.data(), 0, 1, 1, b1.data(), 0, 3, 1,
+                                    {out.data(), 0, 3, bias.data(), relu});
+      INFO("relu " << relu);
+      CHECK(float(out[0]) == 0x1p-127f);
+      CHECK(std::isnan(float(out[1])));
+      CHECK(out[2].bits == (relu ? 0x0000 : 0x8040));
+    }
+  });
+}
