@@ -114,14 +114,9 @@ inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
 }
 
-// One MR x NR tile of C over kp packed pairs, of which the first `rows` rows are
-// stored: the accumulators stay in registers for the whole loop. An edge tile
-// computes the zero rows its panel was padded with rather than have an instantiation
-// of its own (as the float kernels do): one copy of this loop keeps the library
-// small, and edge tiles are a small share of any product worth this kernel.
 // 16 float32 values rounded to bfloat16 as BFloat16(float) rounds each (half.h): to
-// nearest, ties to even, NaN kept quiet, subnormals kept. vcvtneps2bf16 would flush
-// subnormal sums to zero, which the separate rounding pass this replaces did not.
+// nearest, ties to even, NaN kept quiet, subnormals kept (vcvtneps2bf16 would flush
+// subnormal results to zero).
 inline __m256i round_to_bf16(__m512 v) {
   const __m512i x = _mm512_castps_si512(v);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
@@ -147,8 +142,16 @@ struct RoundedStore {
   bool relu;
 };
 
-void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b, float alpha, float beta,
-          float* __restrict c, int64_t c_rs, int64_t c_cs, int64_t nr, int rows, const RoundedStore& rs) {
+// One MR x NR tile of C over kp packed pairs, of which the first `rows` rows are
+// stored: the accumulators stay in registers for the whole loop. An edge tile
+// computes the zero rows its panel was padded with rather than have an instantiation
+// of its own (as the float kernels do): one copy of this loop keeps the library
+// small, and edge tiles are a small share of any product worth this kernel.
+// Not inlined: macro and macro_rounded share this one copy of the unrolled loop (a
+// call per tile of kp steps costs nothing measurable; a second copy costs 17 KB).
+[[gnu::noinline, gnu::noclone]] void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b, float alpha,
+                            float beta, float* __restrict c, int64_t c_rs, int64_t c_cs, int64_t nr, int rows,
+                            const RoundedStore& rs) {
   constexpr int ROWS = MR;
   __m512 acc[ROWS][2];
 #pragma GCC unroll 16
