@@ -73,6 +73,21 @@ void binary_half_run(Out* out, const T* a, int64_t a_step, const T* b, int64_t b
   }
 }
 
+// ReLU of a contiguous half run on its 16-bit patterns, 32 to a vector: a negative
+// value that is not a NaN (-0 too) becomes +0, anything else is kept, as the relu
+// functor does. Widening to float32 and back cost more than the op (the float16
+// run went at 0.41-0.57 of the copy floor); this one is a compare and a select.
+template <class T>
+void relu_half_bits(T* out, const T* in, int64_t n) {
+  constexpr uint16_t kInf = std::is_same_v<T, Half> ? 0x7c00 : 0x7f80;  // +inf's bits
+  const auto* x = reinterpret_cast<const uint16_t*>(in);
+  auto* y = reinterpret_cast<uint16_t*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t b = x[i];
+    y[i] = static_cast<uint16_t>(b - 0x8000u) <= kInf ? uint16_t{0} : b;  // sign set, |x| <= inf
+  }
+}
+
 // `vec`, when given, is the op's contiguous float32 kernel (vmath.h): it takes
 // float32 runs, and the float blocks of half runs in place of the functor.
 template <class T, class F>
@@ -83,6 +98,7 @@ void unary_loop(const StridedLoop& L, F f, vmath_detail::UnaryF32 vec = nullptr)
     const T* in = reinterpret_cast<const T*>(p[1]);
     if constexpr (is_half_v<T>) {
       if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+        if constexpr (std::is_same_v<F, functors::relu>) return relu_half_bits(out, in, n);
         if (vec) return unary_half_run(out, in, n, vec);
         return unary_half_run(out, in, n, f);
       }

@@ -127,6 +127,41 @@ TEST_CASE("half: to() round trips through float32 on contiguous, strided and odd
   }
 }
 
+TEST_CASE("half: relu of every 16-bit pattern, contiguous and strided, bit for bit", "[half]") {
+  // All 65536 patterns: relu keeps x > 0 and every NaN (either sign, payload and
+  // all), and gives +0 for -0, negative subnormals, negative normals and -inf. The
+  // reference decides from the float64 value; contiguous runs go through the bit
+  // loop, the strided view through the float32 functor.
+  for (DType dt : {kFloat16, kBFloat16}) {
+    std::vector<uint16_t> bits(65536);
+    for (size_t i = 0; i < bits.size(); ++i) bits[i] = uint16_t(i);
+    Tensor x = empty({65536}, {dt, kCPU});
+    std::memcpy(x.data_ptr(), bits.data(), bits.size() * 2);
+    const auto value = [&](uint16_t b) {
+      return dt == kFloat16 ? double(half_bits_to_float(b)) : double(bfloat16_bits_to_float(b));
+    };
+    const auto check = [&](const Tensor& y, int64_t step) {
+      const Tensor yc = y.contiguous();
+      const uint16_t* got = static_cast<const uint16_t*>(yc.data_ptr());
+      int64_t bad = 0;
+      for (int64_t i = 0; i < yc.numel(); ++i) {
+        const uint16_t b = uint16_t(i * step);
+        const double v = value(b);
+        if (std::isnan(v)) {
+          bad += !std::isnan(value(got[i]));
+          if (step == 1) bad += got[i] != b;  // the bit loop keeps the NaN's own bits
+        } else {
+          bad += got[i] != (v > 0 ? b : uint16_t{0});
+        }
+      }
+      return bad;
+    };
+    INFO("dtype " << dtype_name(dt));
+    CHECK(check(relu(x), 1) == 0);
+    CHECK(check(relu(x.as_strided({32768}, {2})), 2) == 0);
+  }
+}
+
 // ---- every op in half against float32 on the same inputs ----
 
 namespace {
