@@ -394,6 +394,18 @@ void run_serial(const K& kern, const Blocking& bl, const Problem& p, Out alpha, 
 // Each calling thread's float32 partial sums for a bfloat16 C deeper than one block.
 thread_local Scratch partial_sums;
 
+// Scratch up to this size stays with its thread for the next call (a 2048 x 2048
+// float32 C); a larger buffer is freed when its product is done, so that one huge
+// product does not pin its m * n floats for the rest of the thread's life.
+constexpr size_t kKeepScratchBytes = size_t(16) << 20;
+struct ReleaseLarge {
+  Scratch& scratch;
+  size_t bytes;
+  ~ReleaseLarge() {
+    if (bytes > kKeepScratchBytes) scratch.release();
+  }
+};
+
 // A bfloat16 C with no product to add (k == 0 or alpha == 0): each row is the bias
 // (or 0), through ReLU, rounded.
 void store_rounded_bias(int64_t m, int64_t n, const Rounded& r) {
@@ -432,7 +444,7 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
   // A few rows of A (a batch-1 or small-batch Linear): passes over B in its own
   // layout beat packing it (see kFewRows). From kRowTeamWork multiply-adds B's
   // columns are split over the team.
-  if (kern.rows && m <= kFewRows && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
+  if (kern.rows && !rounded && m <= kFewRows && c_cs == 1 && (b_cs == 1 || (b_rs == 1 && a_cs == 1)) &&
       double(n) * double(k) < 4 * kSerialWork) {
     int nt = 1;
     if (!omp_in_parallel() && double(m) * double(n) * double(k) >= kRowTeamWork && team_health.threads_ok())
@@ -456,9 +468,11 @@ void gemm_impl(const K& kern, int64_t m, int64_t n, int64_t k, Out alpha, const 
     return;
   }
   const Blocking bl = blocking_for(kern);
+  const size_t sums_bytes = rounded && k > bl.kc ? sizeof(Out) * size_t(m * n) : 0;
+  const ReleaseLarge release_sums{partial_sums, sums_bytes};
   if (rounded) {
     beta = Out(0);
-    c = k > bl.kc ? static_cast<Out*>(partial_sums.get(sizeof(Out) * size_t(m * n))) : nullptr;
+    c = sums_bytes ? static_cast<Out*>(partial_sums.get(sums_bytes)) : nullptr;
     c_rs = n;
     c_cs = 1;
   }
@@ -625,13 +639,15 @@ void gemm_bf16_rounded(int64_t batch, int64_t m, int64_t n, int64_t k, float alp
   // Without vdpbf16ps: the widened float32 product, then one rounding pass.
   if (m <= 0 || n <= 0) return;
   thread_local Scratch sums_buf;
-  float* sums = static_cast<float*>(sums_buf.get(sizeof(float) * size_t(m * n)));
+  const gemm_detail::ReleaseLarge release_sums{sums_buf, sizeof(float) * size_t(m * n)};
+  float* sums = static_cast<float*>(sums_buf.get(release_sums.bytes));
   for (int64_t i = 0; i < batch; ++i) {
     gemm_detail::gemm_bf16_widened(m, n, k, alpha, a + i * a_bs, a_rs, a_cs, b + i * b_bs, b_rs, b_cs, 0.f, sums,
                                    n, 1);
     for (int64_t row = 0; row < m; ++row)
       for (int64_t j = 0; j < n; ++j) {
-        float v = sums[row * n + j] + (out.bias ? out.bias[j] : 0.f);
+        float v = sums[row * n + j];
+        if (out.bias) v += out.bias[j];  // no + 0.f without one: a -0 sum stays -0
         if (out.relu && !(v > 0.f) && v == v) v = 0.f;
         out.c[i * out.c_bs + row * out.c_rs + j] = BFloat16(v);
       }

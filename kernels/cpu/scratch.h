@@ -34,6 +34,13 @@ class Scratch {
     return p_;
   }
 
+  // Frees the buffer; the next get allocates again.
+  void release() {
+    std::free(p_);
+    p_ = nullptr;
+    bytes_ = 0;
+  }
+
  private:
   void* p_ = nullptr;
   size_t bytes_ = 0;

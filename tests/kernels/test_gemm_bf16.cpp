@@ -282,7 +282,11 @@ TEST_CASE("gemm_bf16_rounded: bfloat16 C, bias and ReLU against a float64 refere
       run_rounded_case(1, 129, 300, 70, 1.f, Layout::Row, Layout::Col, 3, true, true);
       // Deeper than one depth block: float32 partial sums, then the rounded last block.
       run_rounded_case(1, 300, 600, 1201, 1.f, Layout::Row, Layout::Row, 0, true, true);
-      run_rounded_case(1, 30, 4200, 2100, 0.5f, Layout::Col, Layout::Row, 1, false, false);
+      // Beyond one NC block of columns, and columns split over the team: each tile's
+      // bias starts at its own column.
+      run_rounded_case(1, 30, 4200, 2100, 0.5f, Layout::Col, Layout::Row, 1, true, false);
+      run_rounded_case(1, 30, 600, 1500, 1.f, Layout::Row, Layout::Row, 0, true, true);
+      run_rounded_case(1, 30, 600, 300, 1.f, Layout::Row, Layout::Col, 2, true, false);
       // Batches, one by matrices over the team and one threaded inside each product.
       run_rounded_case(16, 20, 24, 28, 1.f, Layout::Row, Layout::Row, 2, true, true);
       run_rounded_case(3, 200, 150, 1100, 2.f, Layout::Row, Layout::Col, 0, true, false);
@@ -328,6 +332,14 @@ TEST_CASE("gemm_bf16_rounded rounds exact sums once, to nearest even, keeping Na
     const std::vector<BFloat16> a1 = {BFloat16(0x1.8p-63f)}, b1 = {BFloat16(0x1p-63f), BFloat16(0x1p-63f),
                                                                      BFloat16(-0x1p-63f)};
     const std::vector<float> bias = {-0x1p-126f, std::numeric_limits<float>::quiet_NaN(), 0x1p-126f};
+    // A -0 sum (alpha -1 times +0) without a bias stays -0.
+    {
+      const std::vector<BFloat16> zeros(4, BFloat16(0.f)), ones(4, BFloat16(1.f));
+      std::vector<BFloat16> out(2);
+      ember::cpu::gemm_bf16_rounded(1, 1, 2, 2, -1.f, zeros.data(), 0, 2, 1, ones.data(), 0, 2, 1, {out.data(), 0, 2});
+      CHECK(out[0].bits == 0x8000);
+      CHECK(out[1].bits == 0x8000);
+    }
     for (bool relu : {false, true}) {
       std::vector<BFloat16> out(3);
       ember::cpu::gemm_bf16_rounded(1, 1, 3, 1, 1.f, a1.data(), 0, 1, 1, b1.data(), 0, 3, 1,
