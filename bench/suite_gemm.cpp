@@ -234,14 +234,14 @@ void bf16_cases(const Options& opt, Report& report) {
   const bool have_torch = torch_peer_available(&why);
   std::vector<double> torch_gflops(sizes.size(), 0.0);
   int torch_runs = 0;
+  std::string torch_version;
   const auto run_peer = [&] {
     if (!have_torch) return;
     const std::optional<nlohmann::json> peer =
         run_torch_peer({"--sizes", "512,1024", "--dtypes", "bfloat16"}, opt.threads, &why, "torch_matmul.py");
     if (!peer) return;
-    if (torch_runs++ == 0)
-      std::printf("gemm: bfloat16 peer pytorch %s torch.matmul, %s; best of a run before and a run after Ember's\n",
-                  (*peer)["torch"].get<std::string>().c_str(), torch_peer_environment(opt.threads).c_str());
+    ++torch_runs;
+    torch_version = (*peer)["torch"].get<std::string>();
     for (size_t i = 0; i < sizes.size(); ++i)
       torch_gflops[i] = std::max(torch_gflops[i], (*peer)["gflops"]["bfloat16"][std::to_string(sizes[i])].get<double>());
   };
@@ -249,7 +249,12 @@ void bf16_cases(const Options& opt, Report& report) {
   std::vector<Bf16Figures> ember;
   for (int n : sizes) ember.push_back(run_bf16_case(n, opt, report));
   run_peer();
-  if (torch_runs == 0) std::printf("gemm: bfloat16 peer: none (%s)\n", why.c_str());
+  if (torch_runs == 0)
+    std::printf("gemm: bfloat16 peer: none (%s)\n", why.c_str());
+  else
+    std::printf("gemm: bfloat16 peer pytorch %s torch.matmul, %s; best of %d run%s around Ember's\n",
+                torch_version.c_str(), torch_peer_environment(opt.threads).c_str(), torch_runs,
+                torch_runs == 1 ? "" : "s");
   for (size_t i = 0; i < sizes.size(); ++i) {
     Record r;
     r.suite = "gemm";
