@@ -283,12 +283,16 @@ bool copy_transposed(const StridedLoop& L) {
 }
 
 // A copy or dtype conversion moves a few bytes per element at tens of GB/s, so a
-// team pays only from this many elements. Medians on the 2-core machine, 1 / 2
-// threads, float32 -> bfloat16: 131072 elements 6.9 / 8.2 us with the team awake
-// (OMP_WAIT_POLICY=active), 6.8 / 27.0 with it asleep (passive); 262144: 17.1 /
-// 13.9 and 17.0 / 34.9; 1M: 77 / 66 and 108 / 86. (autocast's casts of the seed
-// network's activations, 78-86k elements, had each paid for a team.)
-constexpr int64_t kCopyGrain = 1 << 18;
+// team pays only from this many elements. Timed alone (medians on the 2-core
+// machine, 1 / 2 threads, float32 -> bfloat16) a team loses up to about 256K:
+// 131072 elements 6.9 / 8.2 us with the team awake (OMP_WAIT_POLICY=active), 6.8 /
+// 27.0 asleep (passive); 262144: 17.1 / 13.9 and 17.0 / 34.9; 1M: 77 / 66 and 108 /
+// 86. But a cast is usually read next by an op split over the same threads in the
+// same halves (autocast's cast of a batch before a convolution split by images),
+// and a half cast on its own core is then in that core's cache: with 64K the
+// bfloat16 training step of the seed network (a 78,400-value input cast) went from
+// 521-522 to 511-515 us (2 threads, libraries alternating), float32 unchanged.
+constexpr int64_t kCopyGrain = 1 << 16;
 
 template <class D, class S>
 void copy_loop(const StridedLoop& L) {
