@@ -32,7 +32,7 @@ struct Shape3 {
 const Shape3 kShapes[] = {
     {1, 1, 1},    {7, 1, 1},   {300, 10, 1}, {1000, 3, 1},  {5, 31, 1},  {5, 32, 1},   {3, 100, 1},
     {2, 4097, 1}, {600, 7, 1}, {2, 5, 17},   {3, 40, 300},  {2, 1100, 20}, {1, 7, 1000}, {4, 2, 2},
-    {2, 600, 33}, {9, 16, 1},   {33, 20, 1}};
+    {2, 600, 33}, {9, 16, 1},   {33, 20, 1},   {64, 16, 1},  {48, 1, 1}};
 
 // softmax (or log_softmax) over dim of the (outer, dim, inner) array x, in float64.
 std::vector<double> reference(const std::vector<double>& x, Shape3 s, bool log) {
