@@ -11,10 +11,11 @@
 // Then bfloat16: Ember's matmul of two bfloat16 tensors (cpu::gemm_bf16_rounded,
 // rounding each sum once as it is stored) against PyTorch's torch.matmul in bfloat16
 // (bench/peers/torch_matmul.py, oneDNN; best of a run before and one after Ember's),
-// and against Ember's own float32 matmul in alternating rounds, with the measured vdpbf16ps peak as the floor; and bfloat16
-// convolutions beside Ember's float32 convolution of the same values: a ResNet layer
-// ([16, 64, 28, 28], 3x3x64, padding 1) on the bfloat16 GEMM, the seed network's two
-// layers at batch 100 on the bfloat16 direct kernels.
+// and against Ember's own float32 matmul in alternating rounds, with the measured
+// vdpbf16ps peak as the floor; and bfloat16 convolutions beside Ember's float32
+// convolution of the same values: a ResNet layer ([16, 64, 28, 28], 3x3x64, padding
+// 1) on the bfloat16 GEMM, the seed network's two layers at batch 100 on the
+// bfloat16 direct kernels.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -19,6 +19,7 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX512_BF16)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
+#include "kernels/cpu/bf16_round_avx512.h"
 #include "kernels/cpu/transpose16_avx512.h"
 
 namespace ember::cpu::gemm_detail {
@@ -114,19 +115,6 @@ inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
 }
 
-// 16 float32 values rounded to bfloat16 as BFloat16(float) rounds each (half.h): to
-// nearest, ties to even, NaN kept quiet, subnormals kept (vcvtneps2bf16 would flush
-// subnormal results to zero).
-inline __m256i round_to_bf16(__m512 v) {
-  const __m512i x = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
-  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(r);
-}
-
 // ReLU as the relu op computes it: x > 0 or NaN is kept, anything else (-0 too) is 0.
 inline __m512 relu(__m512 v) {
   return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
@@ -198,8 +186,8 @@ struct RoundedStore {
         r1 = relu(r1);
       }
       BFloat16* oi = rs.out + i * rs.out_rs;
-      _mm256_mask_storeu_epi16(oi, m0, round_to_bf16(r0));
-      _mm256_mask_storeu_epi16(oi + 16, m1, round_to_bf16(r1));
+      _mm256_mask_storeu_epi16(oi, m0, bf16_round16(r0));
+      _mm256_mask_storeu_epi16(oi + 16, m1, bf16_round16(r1));
     }
     return;
   }

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+#include "kernels/cpu/bf16_round_avx512.h"
 #include "kernels/cpu/half_vec_impl.h"
 namespace ember::cpu::half_vec_detail {
 namespace {
@@ -38,20 +39,10 @@ void add_half(const Half* src, float* acc, int64_t n) {
   add_half_scalar(src + i, acc + i, n - i);
 }
 
-// float32 -> bfloat16 bits, 32 at a time, bit for bit as half.h rounds: add 0x7fff
-// plus the lowest kept bit (to nearest, ties to even), or for a NaN set the quiet
-// bit; the result is then the high half of each 32-bit lane, and one vpermt2w takes
-// the high halves of two vectors. The portable loop (half_vec_impl.h) vectorized
-// into narrowing, widening and narrowing again, at about half this speed.
-inline __m512i bf16_high_halves(__m512 v) {
-  const __m512i x = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
-  return _mm512_mask_or_epi32(rounded, nan, x, _mm512_set1_epi32(0x00400000));
-}
-
+// float32 -> bfloat16, 32 at a time, bit for bit as half.h rounds
+// (bf16_round_avx512.h): one vpermt2w takes the rounded high halves of two vectors.
+// The portable loop (half_vec_impl.h) vectorized into narrowing, widening and
+// narrowing again, at about half this speed.
 void store_bf16_vec(const float* src, BFloat16* dst, int64_t n) {
   // 16-bit word j of the result: word 2j + 1 of the pair (a, b), a's words first.
   alignas(64) static constexpr int16_t kHigh[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21,
@@ -60,7 +51,7 @@ void store_bf16_vec(const float* src, BFloat16* dst, int64_t n) {
   const __m512i high = _mm512_load_si512(kHigh);
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    const __m512i a = bf16_high_halves(_mm512_loadu_ps(src + i)), b = bf16_high_halves(_mm512_loadu_ps(src + i + 16));
+    const __m512i a = bf16_in_high_halves(_mm512_loadu_ps(src + i)), b = bf16_in_high_halves(_mm512_loadu_ps(src + i + 16));
     _mm512_storeu_si512(dst + i, _mm512_permutex2var_epi16(a, high, b));
   }
   store_bf16(src + i, dst + i, n - i);

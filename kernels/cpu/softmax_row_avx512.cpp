@@ -16,6 +16,7 @@
 #if defined(__x86_64__)
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+#include "kernels/cpu/bf16_round_avx512.h"
 #include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/softmax_row_impl.h"
 namespace ember::cpu::softmax_detail {
@@ -88,12 +89,6 @@ struct TreePositions {
   }
 };
 
-// Sixteen rows of n <= 16 values at a time, for every whole block of 16 rows; returns
-// how many rows it did. The block's 16n values are n full vectors, so exp runs on
-// whole vectors (one masked vector per row wastes 16 - n lanes, 6 of 16 for a batch
-// of 10 logits). Each row's max and sum come from tree16 over the block's 16 row
-// vectors; vpermps spreads them back over the lanes each row's values occupy
-// (lane i of vector v holds row (16v + i) / n's value).
 // The lane tables of softmax_rows16_avx512 for one row length n (1..16):
 // owner[v]: for each lane of vector v, the lane of a tree16 result holding its row;
 // span[r]: for row r, its n values' places in the two vectors it spans (0..31).
@@ -112,6 +107,12 @@ struct RowTables {
   }
 };
 
+// Sixteen rows of n <= 16 values at a time, for every whole block of 16 rows; returns
+// how many rows it did. The block's 16n values are n full vectors, so exp runs on
+// whole vectors (one masked vector per row wastes 16 - n lanes, 6 of 16 for a batch
+// of 10 logits). Each row's max and sum come from tree16 over the block's 16 row
+// vectors; vpermps spreads them back over the lanes each row's values occupy
+// (lane i of vector v holds row (16v + i) / n's value).
 int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, bool log) {
   thread_local RowTables tables;
   if (tables.n != n) tables.build(n);
@@ -214,14 +215,7 @@ struct BF16Codec {
   static __m512 widen(const uint16_t* p, __mmask16 k) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p)), 16));
   }
-  static __m256i narrow(__m512 v) {
-    const __m512i x = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
-  }
+  static __m256i narrow(__m512 v) { return bf16_round16(v); }
 };
 
 // Rows of float16 or bfloat16 (HalfRowFn in softmax_row.h) in three passes over
