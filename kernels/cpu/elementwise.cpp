@@ -2,7 +2,7 @@
 // picks a contiguous loop (which the compiler vectorizes) when every stride is the
 // element size, a broadcast-scalar loop when one input has stride 0, and a plain
 // strided loop otherwise. Half types load to float, compute, and round on store.
-// Contiguous float32 exp, erf, tanh, sigmoid and gelu (and their half blocks) go to
+// float32 and half exp, erf, tanh, sigmoid and gelu, contiguous or strided, go to
 // the per-instruction-set kernels of vmath.h instead of the functor loop.
 #include "kernels/cpu/elementwise.h"
 
@@ -88,32 +88,57 @@ void relu_half_bits(T* out, const T* in, int64_t n) {
   }
 }
 
-// `vec`, when given, is the op's contiguous float32 kernel (vmath.h): it takes
-// float32 runs, and the float blocks of half runs in place of the functor.
+// The ops whose float32 math is a vmath.h kernel (vmath_for never returns nullptr
+// for them). Their float32 and half runs, strided ones too, all go through that
+// kernel, so an op gives the same value whatever the layout, and the functor's
+// vectorized inline copy (5-20 KB per op and dtype) is not compiled for them.
+template <class F>
+constexpr bool kVmathOp = std::is_same_v<F, functors::exp> || std::is_same_v<F, functors::erf> ||
+                          std::is_same_v<F, functors::tanh> || std::is_same_v<F, functors::sigmoid> ||
+                          std::is_same_v<F, functors::gelu>;
+
+// A strided run of a float32 or half type through a whole-block float32 kernel:
+// gathered into a float block, computed in place, scattered back. out may be in
+// (an in-place op): each block is read before it is written.
+template <class T>
+void unary_strided_run(char* out, int64_t so, const char* in, int64_t si, int64_t n, vmath_detail::UnaryF32 vec) {
+  float x[kHalfBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kHalfBlock) {
+    const int64_t len = std::min(kHalfBlock, n - i0);
+    for (int64_t i = 0; i < len; ++i) x[i] = static_cast<float>(*reinterpret_cast<const T*>(in + (i0 + i) * si));
+    vec(x, x, len);
+    for (int64_t i = 0; i < len; ++i) *reinterpret_cast<T*>(out + (i0 + i) * so) = static_cast<T>(x[i]);
+  }
+}
+
+// `vec` is the op's float32 kernel (vmath.h) for the kVmathOp ops, else nullptr.
 template <class T, class F>
 void unary_loop(const StridedLoop& L, F f, vmath_detail::UnaryF32 vec = nullptr) {
   using A = acc_t<T>;
   strided_for<2>(L, [&](char* const* p, const int64_t* s, int64_t n) {
     T* out = reinterpret_cast<T*>(p[0]);
     const T* in = reinterpret_cast<const T*>(p[1]);
-    if constexpr (is_half_v<T>) {
-      if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
-        if constexpr (std::is_same_v<F, functors::relu>) return relu_half_bits(out, in, n);
-        if (vec) return unary_half_run(out, in, n, vec);
-        return unary_half_run(out, in, n, f);
-      }
-    }
-    if constexpr (std::is_same_v<T, float>) {
-      if (vec && s[0] == sizeof(T) && s[1] == sizeof(T)) return vec(in, out, n);
-    }
-    // (Half runs never get here: a loop of scalar half conversions, vectorized, is a
-    // large piece of code per op for a case the blocks above already cover.)
-    if (!is_half_v<T> && s[0] == sizeof(T) && s[1] == sizeof(T)) {
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<A>(in[i])));
+    const bool contiguous = s[0] == sizeof(T) && s[1] == sizeof(T);
+    if constexpr (kVmathOp<F> && (is_half_v<T> || std::is_same_v<T, float>)) {
+      if (!contiguous) return unary_strided_run<T>(p[0], s[0], p[1], s[1], n, vec);
+      if constexpr (is_half_v<T>) return unary_half_run(out, in, n, vec);
+      else return vec(in, out, n);
     } else {
-      for (int64_t i = 0; i < n; ++i) {
-        const T x = *reinterpret_cast<const T*>(p[1] + i * s[1]);
-        *reinterpret_cast<T*>(p[0] + i * s[0]) = static_cast<T>(f(static_cast<A>(x)));
+      if constexpr (is_half_v<T>) {
+        if (contiguous) {
+          if constexpr (std::is_same_v<F, functors::relu>) return relu_half_bits(out, in, n);
+          return unary_half_run(out, in, n, f);
+        }
+      }
+      // (Contiguous half runs never get here: a loop of scalar half conversions,
+      // vectorized, is a large piece of code per op for a case the blocks above cover.)
+      if (!is_half_v<T> && contiguous) {
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<A>(in[i])));
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          const T x = *reinterpret_cast<const T*>(p[1] + i * s[1]);
+          *reinterpret_cast<T*>(p[0] + i * s[0]) = static_cast<T>(f(static_cast<A>(x)));
+        }
       }
     }
   });

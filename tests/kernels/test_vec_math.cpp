@@ -1,6 +1,6 @@
 // The float32 transcendentals (kernels/base/vec_math.h, vec_erf.h) against double
 // references rounded to float: every instruction-set table of kernels/cpu/vmath.h
-// this CPU runs, plus the scalar function the strided paths call, over every 509th
+// this CPU runs, plus the portable scalar function itself, over every 509th
 // float32 bit pattern (both signs, all of the range: about 8.4 million values), the
 // specials, subnormals, and 4096 patterns on each side of every threshold and branch
 // boundary. The bound is in ulps of the rounded reference (subnormal ulps in the
@@ -68,7 +68,7 @@ std::vector<float> inputs(std::initializer_list<float> edges) {
 struct Case {
   const char* name;
   UnaryF32 VmathKernels::*kernel;
-  float (*scalar)(float);  // the generic function the strided paths call
+  float (*scalar)(float);  // the portable scalar function (the functors' float32 form)
   double (*reference)(double);
   std::vector<float> x;
   int64_t bound;
@@ -102,7 +102,7 @@ void check(const Case& c) {
   for (size_t i = 0; i < c.x.size(); ++i) y[i] = c.scalar(c.x[i]);
   {
     const int64_t worst = worst_ulps(c.x, ref, y, worst_x);
-    INFO(c.name << " scalar (strided paths): worst " << worst << " ulp at x = " << worst_x);
+    INFO(c.name << " scalar: worst " << worst << " ulp at x = " << worst_x);
     CHECK(worst <= c.bound);
   }
   for (const char* level : {"generic", "avx2", "avx512"}) {
