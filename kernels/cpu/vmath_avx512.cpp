@@ -64,7 +64,7 @@ constexpr VmathKernels with_avx512(VmathKernels t) {
   t.sigmoid = map16<sigmoid16>;
   t.tanh = map16<tanh16>;
   t.erf = map16<erf16>;
-  t.gelu = map16<gelu16>;
+  t.gelu = map16<gelu16_any>;
   return t;
 }
 constexpr VmathKernels kSet = with_avx512(table<true>("avx512"));
