@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "kernels/base/dispatch.h"
@@ -144,6 +145,15 @@ void unary_loop(const StridedLoop& L, F f, vmath_detail::UnaryF32 vec = nullptr)
   });
 }
 
+// The binary ops with a one-pass half loop (half_arith of half_vec.h).
+template <class F>
+constexpr std::optional<HalfArithOp> kHalfArith =
+    std::is_same_v<F, functors::add>   ? std::optional(HalfArithOp::add)
+    : std::is_same_v<F, functors::sub> ? std::optional(HalfArithOp::sub)
+    : std::is_same_v<F, functors::mul> ? std::optional(HalfArithOp::mul)
+    : std::is_same_v<F, functors::div> ? std::optional(HalfArithOp::div)
+                                       : std::nullopt;
+
 template <class T, class F>
 void binary_loop(const StridedLoop& L, F f) {
   using A = acc_t<T>;
@@ -155,8 +165,11 @@ void binary_loop(const StridedLoop& L, F f) {
     const T* a = reinterpret_cast<const T*>(p[1]);
     const T* b = reinterpret_cast<const T*>(p[2]);
     if constexpr (is_half_v<T>) {
-      if (s[0] == so && (s[1] == st || s[1] == 0) && (s[2] == st || s[2] == 0) && (s[1] || s[2]))
+      if (s[0] == so && (s[1] == st || s[1] == 0) && (s[2] == st || s[2] == 0) && (s[1] || s[2])) {
+        if constexpr (kHalfArith<F>.has_value())
+          if (half_arith(*kHalfArith<F>, a, s[1] ? 1 : 0, b, s[2] ? 1 : 0, out, n)) return;
         return binary_half_run(out, a, s[1] ? 1 : 0, b, s[2] ? 1 : 0, n, f);
+      }
     }
     // The contiguous and broadcast-scalar loops are for the other dtypes only: half
     // runs took binary_half_run above (see unary_loop).

@@ -27,6 +27,18 @@ void store_from_float(const float* src, BFloat16* dst, int64_t n);
 void add_to_float(const Half* src, float* acc, int64_t n);
 void add_to_float(const BFloat16* src, float* acc, int64_t n);
 
+// out[i] = a[i * a_step] op b[i * b_step] for i in [0, n) on contiguous half runs
+// (a step of 0 broadcasts one value), op one of add, sub, mul, div: widened,
+// computed in float32 and rounded once, like the float blocks, but in one pass with
+// no block in between. Returns false, doing nothing, where the active instruction
+// set has no such loop (the caller then uses the blocks).
+enum class HalfArithOp : unsigned char { add, sub, mul, div };
+template <class T>
+using HalfArith = void (*)(HalfArithOp op, const T* a, int64_t a_step, const T* b, int64_t b_step, T* out, int64_t n);
+bool half_arith(HalfArithOp op, const Half* a, int64_t a_step, const Half* b, int64_t b_step, Half* out, int64_t n);
+bool half_arith(HalfArithOp op, const BFloat16* a, int64_t a_step, const BFloat16* b, int64_t b_step, BFloat16* out,
+                int64_t n);
+
 // Which table the conversions use now: "avx512", "avx2" or "generic" (for the
 // benchmark notes).
 const char* half_conversion_path();

@@ -1,6 +1,7 @@
 // half <-> float conversions for AVX-512 CPUs: float16 sixteen at a time with the
 // AVX-512 vcvtph2ps / vcvtps2ph (round to nearest even), bfloat16 widened by the
-// portable shift loop and narrowed 32 at a time (store_bf16_vec).
+// portable shift loop and narrowed 32 at a time (store_bf16_vec); and half add, sub,
+// mul and div in one pass (arith).
 #include <cstdint>
 #include <cstring>
 
@@ -57,7 +58,62 @@ void store_bf16_vec(const float* src, BFloat16* dst, int64_t n) {
   store_bf16(src + i, dst + i, n - i);
 }
 
-constexpr HalfVecKernels kSet{"avx512", load_half, store_half, load_bf16, store_bf16_vec, add_half, add_bf16};
+// 16 half values widened to float32 and back: float16 with vcvtph2ps/vcvtps2ph,
+// bfloat16 a shift and bf16_round16.
+inline __m512 widen16(const Half* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 widen16(const BFloat16* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+inline void narrow16(__m512 v, Half* p) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+inline void narrow16(__m512 v, BFloat16* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_round16(v)); }
+
+template <HalfArithOp kOp>
+inline __m512 apply(__m512 x, __m512 y) {
+  if constexpr (kOp == HalfArithOp::add) return _mm512_add_ps(x, y);
+  else if constexpr (kOp == HalfArithOp::sub) return _mm512_sub_ps(x, y);
+  else if constexpr (kOp == HalfArithOp::mul) return _mm512_mul_ps(x, y);
+  else return _mm512_div_ps(x, y);
+}
+
+// out = a op b, 16 at a time, a step of 0 broadcasting a[0] (or b[0]); the last
+// n % 16 go through a 16-value copy on the stack (masked stores are slow on AMD).
+// Each loop is its own (no per-vector test of the steps).
+template <HalfArithOp kOp, class T>
+void arith_run(const T* a, int64_t a_step, const T* b, int64_t b_step, T* out, int64_t n) {
+  const int64_t full = n & ~int64_t{15};
+  if (a_step && b_step) {
+    for (int64_t i = 0; i < full; i += 16) narrow16(apply<kOp>(widen16(a + i), widen16(b + i)), out + i);
+  } else if (a_step) {
+    const __m512 y = _mm512_set1_ps(static_cast<float>(b[0]));
+    for (int64_t i = 0; i < full; i += 16) narrow16(apply<kOp>(widen16(a + i), y), out + i);
+  } else {
+    const __m512 x = _mm512_set1_ps(static_cast<float>(a[0]));
+    for (int64_t i = 0; i < full; i += 16) narrow16(apply<kOp>(x, widen16(b + i)), out + i);
+  }
+  if (full == n) return;
+  T ta[16] = {}, tb[16] = {}, to[16];
+  for (int64_t i = full; i < n; ++i) {
+    ta[i - full] = a[a_step ? i : 0];
+    tb[i - full] = b[b_step ? i : 0];
+  }
+  narrow16(apply<kOp>(widen16(ta), widen16(tb)), to);
+  std::memcpy(out + full, to, (n - full) * sizeof(T));
+}
+
+template <class T>
+void arith(HalfArithOp op, const T* a, int64_t a_step, const T* b, int64_t b_step, T* out, int64_t n) {
+  switch (op) {
+    case HalfArithOp::add: return arith_run<HalfArithOp::add>(a, a_step, b, b_step, out, n);
+    case HalfArithOp::sub: return arith_run<HalfArithOp::sub>(a, a_step, b, b_step, out, n);
+    case HalfArithOp::mul: return arith_run<HalfArithOp::mul>(a, a_step, b, b_step, out, n);
+    case HalfArithOp::div: return arith_run<HalfArithOp::div>(a, a_step, b, b_step, out, n);
+  }
+}
+
+constexpr HalfVecKernels kSet{"avx512",  load_half,    store_half,    load_bf16, store_bf16_vec,
+                              add_half,  add_bf16,     arith<Half>,   arith<BFloat16>};
 
 }  // namespace
 }  // namespace ember::cpu::half_vec_detail

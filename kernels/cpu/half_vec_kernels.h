@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/base/half.h"
+#include "kernels/cpu/half_vec.h"
 
 namespace ember::cpu::half_vec_detail {
 
@@ -17,6 +18,10 @@ struct HalfVecKernels {
   void (*store_bf16)(const float* src, BFloat16* dst, int64_t n);
   void (*add_half)(const Half* src, float* acc, int64_t n);  // acc[i] += float(src[i])
   void (*add_bf16)(const BFloat16* src, float* acc, int64_t n);
+  // out = a op b for op add, sub, mul or div (half_arith of half_vec.h), fused;
+  // nullptr in the tables that leave it to the float blocks.
+  HalfArith<Half> arith_half;
+  HalfArith<BFloat16> arith_bf16;
 };
 
 // nullptr when this build cannot emit that instruction set.
