@@ -13,6 +13,7 @@
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/bf16_round_avx512.h"
+#include "kernels/cpu/half16_avx512.h"
 #include "kernels/cpu/half_vec_impl.h"
 namespace ember::cpu::half_vec_detail {
 namespace {
@@ -57,17 +58,6 @@ void store_bf16_vec(const float* src, BFloat16* dst, int64_t n) {
   }
   store_bf16(src + i, dst + i, n - i);
 }
-
-// 16 half values widened to float32 and back: float16 with vcvtph2ps/vcvtps2ph,
-// bfloat16 a shift and bf16_round16.
-inline __m512 widen16(const Half* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-inline __m512 widen16(const BFloat16* p) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-}
-inline void narrow16(__m512 v, Half* p) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-}
-inline void narrow16(__m512 v, BFloat16* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_round16(v)); }
 
 template <HalfArithOp kOp>
 inline __m512 apply(__m512 x, __m512 y) {

@@ -1,0 +1,25 @@
+// 16 float16 or bfloat16 values widened to float32 lanes and narrowed back with
+// AVX-512, for loops that compute half data in registers instead of float blocks
+// (the half arithmetic of half_vec_avx512.cpp). float16 uses vcvtph2ps / vcvtps2ph (round to nearest even);
+// bfloat16 is a shift in and bf16_round16 out. Bit for bit the conversions of
+// half.h. Include it after EMBER_ISA_BEGIN of an avx512 level, after <immintrin.h>
+// and bf16_round_avx512.h; internal linkage, a copy per kernel file.
+#pragma once
+
+#include "kernels/base/half.h"
+
+namespace ember::cpu {
+namespace {
+
+inline __m512 widen16(const Half* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 widen16(const BFloat16* p) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+inline void narrow16(__m512 v, Half* p) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+inline void narrow16(__m512 v, BFloat16* p) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_round16(v)); }
+
+}  // namespace
+}  // namespace ember::cpu
