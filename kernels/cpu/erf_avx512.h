@@ -6,7 +6,8 @@
 // about 150 instructions per 16 values, so the loops ran at a third of memory speed.
 // Here the argument's interval picks its polynomial's coefficients out of 32-entry
 // tables (erf_tables.h, fitted by scripts/fit-vmath) with vpermt2ps, one instruction
-// per coefficient and no branch or blend: about 30 instructions for erf, 45 for gelu.
+// per coefficient and no blend of pieces: about 30 instructions for erf, 45 for gelu
+// (20 for a vector whose lanes are all below 4: the last case below).
 //
 //   erf(a), a = |x| >= 0.5: interval k = floor(8a) - 4, u = 8a - (k + 4.5), a
 //     degree-4 polynomial. Below 0.5 the odd polynomial of vec_erf.h (erf_small).
@@ -16,6 +17,10 @@
 //     x < 0: x Phi(-a), the 2^n of the exponential applied last (vscalefps), so a
 //     subnormal result is rounded once; x >= 0: x (1 - Phi(-a)), no cancellation
 //     because Phi(-a) <= 1/2.
+//   gelu of lanes with a < 4 (activations almost always): Phi(-a) itself, interval
+//     k = floor(8a), u = 8a - (k + 0.5), degree 5: no exponential. A vector whose
+//     lanes are all below 4 needs nothing else (about 20 instructions); one mixing
+//     both sides computes both and blends, so each lane's formula is its own.
 // Bounds are those of the portable functions, asserted by tests/kernels/
 // test_vec_math.cpp on this table; docs/numerics.md has the measured ones.
 #pragma once
@@ -124,14 +129,20 @@ inline __m512 gelu16_near(__m512 x, __m512 a) {
   return _mm512_mask_mul_ps(_mm512_fnmadd_ps(x, p, x), negative, x, p);
 }
 
-// gelu on 16 lanes: gelu16_near when every lane is within |x| < 4 (NaN and
-// infinities are not), gelu16 otherwise. Activations rarely leave that range, so
-// the branch is almost always the same way.
+// gelu on 16 lanes, each lane by the formula its own value picks: gelu16_near for
+// |x| < 4, gelu16 for the rest (NaN and infinities included). A value's bits must
+// not depend on its neighbours (the two formulas can differ in the last bit, and
+// which values share a vector moves with the layout and the thread count), so a
+// mixed vector computes both and blends. Activations rarely reach 4: almost every
+// vector takes the first branch.
 inline __m512 gelu16_any(__m512 x) {
   const __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_set1_epi32(int(0x80000000u)), _mm512_castps_si512(x)));
-  if (_mm512_cmp_ps_mask(a, _mm512_set1_ps(4.0f), _CMP_LT_OQ) == 0xffff) [[likely]]
+  const __mmask16 near = _mm512_cmp_ps_mask(a, _mm512_set1_ps(4.0f), _CMP_LT_OQ);
+  if (near == 0xffff) [[likely]]
     return gelu16_near(x, a);
-  return gelu16(x);
+  if (near == 0) return gelu16(x);
+  // Lanes at or past 4 read a wrapped interval in gelu16_near; the blend drops them.
+  return _mm512_mask_mov_ps(gelu16(x), near, gelu16_near(x, a));
 }
 
 }  // namespace

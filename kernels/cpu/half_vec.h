@@ -28,9 +28,10 @@ void add_to_float(const Half* src, float* acc, int64_t n);
 void add_to_float(const BFloat16* src, float* acc, int64_t n);
 
 // out[i] = a[i * a_step] op b[i * b_step] for i in [0, n) on contiguous half runs
-// (a step of 0 broadcasts one value), op one of add, sub, mul, div: widened,
-// computed in float32 and rounded once, like the float blocks, but in one pass with
-// no block in between. Returns false, doing nothing, where the active instruction
+// (each step 0 or 1, not both 0: a step of 0 broadcasts one value), op one of add,
+// sub, mul, div: widened, computed in float32 and rounded once, like the float
+// blocks, but in one pass with no block in between. Same bits as the blocks, except
+// which operand's payload NaN op NaN keeps. Returns false, doing nothing, where the active instruction
 // set has no such loop (the caller then uses the blocks).
 enum class HalfArithOp : unsigned char { add, sub, mul, div };
 template <class T>

@@ -3,6 +3,7 @@
 // portable shift loop and narrowed 32 at a time (store_bf16_vec); and half add, sub,
 // mul and div in one pass (arith).
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/half_vec_kernels.h"
@@ -83,7 +84,9 @@ void arith_run(const T* a, int64_t a_step, const T* b, int64_t b_step, T* out, i
     for (int64_t i = 0; i < full; i += 16) narrow16(apply<kOp>(x, widen16(b + i)), out + i);
   }
   if (full == n) return;
-  T ta[16] = {}, tb[16] = {}, to[16];
+  T ta[16], tb[16], to[16];
+  std::fill(ta, ta + 16, T(1.0f));  // unused lanes compute 1 op 1: no 0/0 for a trapping user
+  std::fill(tb, tb + 16, T(1.0f));
   for (int64_t i = full; i < n; ++i) {
     ta[i - full] = a[a_step ? i : 0];
     tb[i - full] = b[b_step ? i : 0];
