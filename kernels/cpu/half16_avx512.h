@@ -1,8 +1,9 @@
 // 16 float16 or bfloat16 values widened to float32 lanes and narrowed back with
 // AVX-512, for loops that compute half data in registers instead of float blocks
-// (the half arithmetic of half_vec_avx512.cpp). float16 uses vcvtph2ps / vcvtps2ph (round to nearest even);
-// bfloat16 is a shift in and bf16_round16 out. Bit for bit the conversions of
-// half.h. Include it after EMBER_ISA_BEGIN of an avx512 level, after <immintrin.h>
+// (the half arithmetic of half_vec_avx512.cpp). float16 uses vcvtph2ps / vcvtps2ph
+// (round to nearest even); bfloat16 is a shift in and bf16_round16 out. Bit for bit
+// the conversions of half.h. Whole vectors only: a row's masked tail is the
+// caller's (the half softmax's codecs in softmax_row_avx512.cpp load with masks). Include it after EMBER_ISA_BEGIN of an avx512 level, after <immintrin.h>
 // and bf16_round_avx512.h; internal linkage, a copy per kernel file.
 #pragma once
 

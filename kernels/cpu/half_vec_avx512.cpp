@@ -2,8 +2,8 @@
 // AVX-512 vcvtph2ps / vcvtps2ph (round to nearest even), bfloat16 widened by the
 // portable shift loop and narrowed 32 at a time (store_bf16_vec); and half add, sub,
 // mul and div in one pass (arith).
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/cpu/half_vec_kernels.h"
