@@ -375,16 +375,17 @@ void parallel_range(int64_t n, Body&& body) {
 // dtype but bool, `floating` ops for the floating dtypes (the front-end promotes
 // other inputs to float32 first, so no kernel is needed for them).
 void unary(UnaryOp op, DType dt, const StridedLoop& loop) {
-  const vmath_detail::UnaryF32 vec = vmath_for(op);
+  const vmath_detail::UnaryF32 vec = vmath_for(op), vec_half = vmath_half_for(op);
   dispatch(dt, [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw DTypeError(std::string("cpu::unary: ") + name_of(op) + " is not implemented for dtype bool");
     } else {
+      const vmath_detail::UnaryF32 v = is_half_v<T> ? vec_half : is_floating_v<T> ? vec : nullptr;
       switch (op) {
-#define EMBER_X(Name, name, kind, ...)                                                 \
-  case UnaryOp::name:                                                                  \
-    if constexpr (UnaryKind::kind == UnaryKind::same || is_floating_v<T>)              \
-      return unary_loop<T>(loop, functors::name{}, is_floating_v<T> ? vec : nullptr);  \
+#define EMBER_X(Name, name, kind, ...)                                    \
+  case UnaryOp::name:                                                     \
+    if constexpr (UnaryKind::kind == UnaryKind::same || is_floating_v<T>) \
+      return unary_loop<T>(loop, functors::name{}, v);                    \
     break;
         EMBER_UNARY_OPS(EMBER_X)
 #undef EMBER_X

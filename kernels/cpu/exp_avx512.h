@@ -37,27 +37,40 @@ inline __m512 exp16(__m512 t) {
   return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
 }
 
+// e^x as 2^(x log2 e) = 2^n 2^f, f = x log2 e - n in [-1/2, 1/2], 2^f by a degree-4
+// polynomial (scripts/fit-vmath's 2^f fit, 3.1e-6) and 2^n by vscalefps, for an
+// argument already clamped to [-104, 89] (or NaN): 8 instructions where exp16's ln 2
+// reduction and degree-6 polynomial take 12. Rounding x log2 e adds up to half an ulp
+// of 128 to the exponent: below 1e-5 relative in all (6.9e-6 measured over every
+// 97th float of the range; tests assert 1e-5), far below a float16's half ulp
+// (2.4e-4 at least) and a bfloat16's (2.0e-3). For loops whose results are stored
+// as float16 or bfloat16, where exp16's 1 ulp of float32 buys nothing.
+inline __m512 exp16_pow2(__m512 xc) {
+  const __m512 s = _mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f));
+  const __m512 n = _mm512_roundscale_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(s, n);
+  __m512 p = _mm512_set1_ps(0.009600578807294369f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.05591701716184616f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24023714661598206f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6931219696998596f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// exp of values whose results are stored as float16 or bfloat16 (the half runs of
+// the elementwise exp): exp16's clamp, then the short route above.
+inline __m512 exp16_half(__m512 t) {
+  return exp16_pow2(_mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), t)));
+}
+
 // exp16 for the softmax loops' arguments x - max, which are <= 0 or NaN: no upper
-// clamp. kShort: a shorter route for loops whose results are stored as float16 or
-// bfloat16 (relative error 6.8e-6 instead of 1 ulp).
+// clamp. kShort: the short route, for loops whose results are stored as float16 or
+// bfloat16.
 template <bool kShort>
 inline __m512 exp16_nonpos(__m512 t) {
   const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), t);
   if constexpr (kShort) {
-    // 2^(x log2 e) = 2^n 2^f, f = x log2 e - n in [-1/2, 1/2], 2^f by a degree-4
-    // polynomial (scripts/fit-vmath's 2^f fit, 3.1e-6): 8 instructions where the
-    // ln 2 reduction takes 10. Rounding x log2 e adds up to half an ulp of 150 to
-    // the exponent: 6.8e-6 measured in all (a test asserts 1e-5), far below a
-    // float16's half ulp (2.4e-4 at least).
-    const __m512 s = _mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f));
-    const __m512 n = _mm512_roundscale_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(s, n);
-    __m512 p = _mm512_set1_ps(0.009600578807294369f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.05591701716184616f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24023714661598206f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6931219696998596f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
+    return exp16_pow2(xc);
   } else {
     const __m512 n = exp16_n(xc);
     return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);

@@ -29,4 +29,8 @@ vmath_detail::UnaryF32 vmath_for(UnaryOp op) {
   }
 }
 
+vmath_detail::UnaryF32 vmath_half_for(UnaryOp op) {
+  return op == UnaryOp::exp ? vmath().exp_half : vmath_for(op);
+}
+
 }  // namespace ember::cpu

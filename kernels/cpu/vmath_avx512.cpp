@@ -58,13 +58,15 @@ void map16(const float* x, float* y, int64_t n) {
 }
 
 // The portable table with every function replaced by its 16-lane form: exp, sigmoid
-// and tanh on exp16, erf and gelu on their coefficient tables (erf_avx512.h).
+// and tanh on exp16, erf and gelu on their coefficient tables (erf_avx512.h), and
+// the half types' exp on exp16_half.
 constexpr VmathKernels with_avx512(VmathKernels t) {
   t.exp = map16<exp16>;
   t.sigmoid = map16<sigmoid16>;
   t.tanh = map16<tanh16>;
   t.erf = map16<erf16>;
   t.gelu = map16<gelu16_any>;
+  t.exp_half = map16<exp16_half>;
   return t;
 }
 constexpr VmathKernels kSet = with_avx512(table<true>("avx512"));

@@ -17,7 +17,7 @@ void map_f32(const float* x, float* y, int64_t n) {
 template <bool kFma>
 constexpr VmathKernels table(const char* name) {
   return {name, map_f32<exp_fast<kFma>>, map_f32<erf_fast<kFma>>, map_f32<tanh_fast<kFma>>,
-          map_f32<sigmoid_fast<kFma>>, map_f32<gelu_fast<kFma>>};
+          map_f32<sigmoid_fast<kFma>>, map_f32<gelu_fast<kFma>>, map_f32<exp_fast<kFma>>};
 }
 
 }  // namespace
