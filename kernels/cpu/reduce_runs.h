@@ -16,6 +16,7 @@
 #include "kernels/base/scalar.h"
 #include "kernels/cpu/extreme.h"
 #include "kernels/cpu/half_vec.h"
+#include "kernels/cpu/moments.h"
 
 namespace ember::cpu::reduce_detail {
 
@@ -133,8 +134,18 @@ struct Moments {
 // n (mean - c)^2 term corrects for c's rounding. While the second look runs on
 // L1, it prefetches the block after this one (prefetches never fault, so reading
 // past the run's end is harmless), so memory keeps streaming. A is float or double.
+// float32 blocks take the instruction set's loops of moments.h where it has them.
 template <class A>
 Moments block_moments(const A* x, int64_t n) {
+  if constexpr (std::is_same_v<A, float>) {
+    if (const moments_detail::MomentsKernels* k = moments_kernels()) {
+      const double nd = static_cast<double>(n), mean = k->sum_f32(x, n) / nd;
+      const float c = static_cast<float>(mean);
+      const double shift = mean - static_cast<double>(c);
+      const double m2 = k->sq_dev_f32(x, n, c) - nd * shift * shift;
+      return Moments{n, mean, m2 < 0 ? 0.0 : m2};
+    }
+  }
   constexpr int L = kLanes<A>, KL = K * L;
   Vec<A> acc[K] = {};
   int64_t j = 0;

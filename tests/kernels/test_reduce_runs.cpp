@@ -1,7 +1,8 @@
 // The loops one reduction run goes through (kernels/cpu/reduce_runs.h) against
 // float64 loops written here: the first max/min and its position (ties, NaN, -inf,
 // runs across block boundaries, strided and half inputs) and var's one-pass
-// moments (block edges, data far from zero, an outlier, NaN and inf).
+// moments (block edges, data far from zero, an outlier, NaN and inf), each at every
+// instruction-set level this CPU runs.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -194,8 +195,15 @@ TEST_CASE("run_extreme: the first max/min and its position, NaN first", "[kernel
 
 TEST_CASE("run_moments: var's count, mean and M2 in one pass match float64", "[kernels][reduce]") {
   std::mt19937_64 rng(78);
-  SECTION("float32") { moment_cases<float>(rng, 1e-5); }
+  SECTION("float32 and the half types (widened to float32 blocks), at every level (AVX-512 has its own loops, moments.h)") {
+    ember::testing::IsaGuard guard;
+    for (const char* level : {"generic", "avx2", "avx512"}) {
+      if (!ember::cpu::set_isa(level)) continue;
+      INFO("level " << level);
+      moment_cases<float>(rng, 1e-5);
+      moment_cases<Half>(rng, 1e-5);
+      moment_cases<BFloat16>(rng, 1e-5);
+    }
+  }
   SECTION("float64") { moment_cases<double>(rng, 1e-13); }
-  SECTION("float16") { moment_cases<Half>(rng, 1e-5); }
-  SECTION("bfloat16") { moment_cases<BFloat16>(rng, 1e-5); }
 }
