@@ -28,6 +28,15 @@ void check_source(const Tensor& t, const char* which) {
 }
 
 // Copies rows `index[0..count)` of `src` (rows along dim 0) into a new tensor.
+// Shuffled rows are scattered over the whole data set, so each row's first lines
+// miss every cache and the TLB, and the hardware prefetcher only starts within a
+// row: the first kPrefetchBytes of the row kAhead places on are prefetched while
+// this one is copied. A batch of 100 FashionMNIST images (3136 bytes each, from
+// 188 MB) took 28 us without, 19-21 with (the copies alone, back to back); with 16
+// MB written between batches, as a training step does, a whole batch from the
+// loader took 70-73 us without and 53-60 with.
+constexpr int64_t kAhead = 2;
+constexpr size_t kPrefetchBytes = 4096;
 Tensor gather_rows(const Tensor& src, const int64_t* index, int64_t count) {
   Shape shape = src.shape();
   shape[0] = count;
@@ -37,8 +46,14 @@ Tensor gather_rows(const Tensor& src, const int64_t* index, int64_t count) {
   if (row_bytes == 0 || count == 0) return out;
   const auto* from = static_cast<const unsigned char*>(src.data_ptr());
   auto* to = static_cast<unsigned char*>(out.data_ptr());
-  for (int64_t i = 0; i < count; ++i)
+  const size_t ahead_bytes = std::min(row_bytes, kPrefetchBytes);
+  for (int64_t i = 0; i < count; ++i) {
+    if (i + kAhead < count) {
+      const unsigned char* next = from + static_cast<size_t>(index[i + kAhead]) * row_bytes;
+      for (size_t b = 0; b < ahead_bytes; b += 64) __builtin_prefetch(next + b);
+    }
     std::memcpy(to + i * row_bytes, from + static_cast<size_t>(index[i]) * row_bytes, row_bytes);
+  }
   return out;
 }
 
