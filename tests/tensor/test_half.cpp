@@ -52,6 +52,20 @@ double max_ulps(const Tensor& got, const Tensor& want, DType dt, bool normwise =
   return worst;
 }
 
+// Every 16-bit pattern in order (0 to 0xffff) as a tensor of the half dtype dt.
+Tensor every_pattern(DType dt) {
+  std::vector<uint16_t> bits(65536);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = uint16_t(i);
+  Tensor x = empty({65536}, {dt, kCPU});
+  std::memcpy(x.data_ptr(), bits.data(), bits.size() * 2);
+  return x;
+}
+
+// The value of pattern b of the half dtype dt, by half.h's portable conversion.
+double half_value(DType dt, uint16_t b) {
+  return dt == kFloat16 ? double(half_bits_to_float(b)) : double(bfloat16_bits_to_float(b));
+}
+
 }  // namespace
 
 TEST_CASE("half_vec: float16 and bfloat16 widen bit for bit like half.h", "[half]") {
@@ -133,13 +147,8 @@ TEST_CASE("half: relu of every 16-bit pattern, contiguous and strided, bit for b
   // reference decides from the float64 value; contiguous runs go through the bit
   // loop, the strided view through the float32 functor.
   for (DType dt : {kFloat16, kBFloat16}) {
-    std::vector<uint16_t> bits(65536);
-    for (size_t i = 0; i < bits.size(); ++i) bits[i] = uint16_t(i);
-    Tensor x = empty({65536}, {dt, kCPU});
-    std::memcpy(x.data_ptr(), bits.data(), bits.size() * 2);
-    const auto value = [&](uint16_t b) {
-      return dt == kFloat16 ? double(half_bits_to_float(b)) : double(bfloat16_bits_to_float(b));
-    };
+    const Tensor x = every_pattern(dt);
+    const auto value = [dt](uint16_t b) { return half_value(dt, b); };
     const auto check = [&](const Tensor& y, int64_t step) {
       const Tensor yc = y.contiguous();
       const uint16_t* got = static_cast<const uint16_t*>(yc.data_ptr());
@@ -172,13 +181,8 @@ TEST_CASE("half: exp of every 16-bit pattern is within 0.52 ulp of exp in double
   // 65536 patterns, contiguous and through a strided view (the same kernel on
   // gathered blocks).
   for (DType dt : {kFloat16, kBFloat16}) {
-    std::vector<uint16_t> bits(65536);
-    for (size_t i = 0; i < bits.size(); ++i) bits[i] = uint16_t(i);
-    Tensor x = empty({65536}, {dt, kCPU});
-    std::memcpy(x.data_ptr(), bits.data(), bits.size() * 2);
-    const auto value = [&](uint16_t b) {
-      return dt == kFloat16 ? double(half_bits_to_float(b)) : double(bfloat16_bits_to_float(b));
-    };
+    const Tensor x = every_pattern(dt);
+    const auto value = [dt](uint16_t b) { return half_value(dt, b); };
     const double max_finite = dt == kFloat16 ? 65504.0 : double(bfloat16_bits_to_float(0x7f7f));
     // The positive half values just below and above e (e > 0, finite, not above max).
     const auto neighbours = [&](double e, double& lo, double& hi) {
@@ -194,8 +198,8 @@ TEST_CASE("half: exp of every 16-bit pattern is within 0.52 ulp of exp in double
       const Tensor yc = y.contiguous();
       const uint16_t* got = static_cast<const uint16_t*>(yc.data_ptr());
       int64_t bad = 0;
-      for (size_t i = 0; i < bits.size(); ++i) {
-        const double v = value(bits[i]), r = value(got[i]), e = std::exp(v);
+      for (int64_t i = 0; i < yc.numel(); ++i) {
+        const double v = value(uint16_t(i)), r = value(got[i]), e = std::exp(v);
         if (std::isnan(v)) {
           bad += !std::isnan(r);
         } else if (e == 0) {
