@@ -127,25 +127,12 @@ struct Moments {
   }
 };
 
-// The moments of one block in cache: a first look sums it (from memory), a second
-// (from L1) sums d^2 with d = x - c, c the block's mean rounded to A. Shifting by
-// the block's own mean keeps d small, so nothing cancels (the textbook one-pass
-// sum x^2 - (sum x)^2 / n would lose every digit for data far from zero); the
-// n (mean - c)^2 term corrects for c's rounding. While the second look runs on
-// L1, it prefetches the block after this one (prefetches never fault, so reading
-// past the run's end is harmless), so memory keeps streaming. A is float or double.
-// float32 blocks take the instruction set's loops of moments.h where it has them.
+// var's two looks at a block in the baseline's lanes (moments.h has them per
+// instruction set for float32): the block's sum, and its sum of (x - c)^2 while the
+// block after it is prefetched (prefetches never fault, so reading past the run's
+// end is harmless). Lane sums are added in double.
 template <class A>
-Moments block_moments(const A* x, int64_t n) {
-  if constexpr (std::is_same_v<A, float>) {
-    if (const moments_detail::MomentsKernels* k = moments_kernels()) {
-      const double nd = static_cast<double>(n), mean = k->sum_f32(x, n) / nd;
-      const float c = static_cast<float>(mean);
-      const double shift = mean - static_cast<double>(c);
-      const double m2 = k->sq_dev_f32(x, n, c) - nd * shift * shift;
-      return Moments{n, mean, m2 < 0 ? 0.0 : m2};
-    }
-  }
+double sum_lanes(const A* x, int64_t n) {
   constexpr int L = kLanes<A>, KL = K * L;
   Vec<A> acc[K] = {};
   int64_t j = 0;
@@ -155,10 +142,15 @@ Moments block_moments(const A* x, int64_t n) {
   for (; j < n; ++j) s += static_cast<double>(x[j]);
   for (int k = 0; k < K; ++k)
     for (int l = 0; l < L; ++l) s += static_cast<double>(acc[k][l]);
-  const double nd = static_cast<double>(n), mean = s / nd;
-  const A c = static_cast<A>(mean);
+  return s;
+}
+
+template <class A>
+double sq_dev_lanes(const A* x, int64_t n, A c) {
+  constexpr int L = kLanes<A>, KL = K * L;
   Vec<A> sq[K] = {};
-  for (j = 0; j + KL <= n; j += KL) {
+  int64_t j = 0;
+  for (; j + KL <= n; j += KL) {
     __builtin_prefetch(x + n + j);
     for (int k = 0; k < K; ++k) {
       const Vec<A> d = load_vec(x + j + k * L) - c;
@@ -172,6 +164,26 @@ Moments block_moments(const A* x, int64_t n) {
   }
   for (int k = 0; k < K; ++k)
     for (int l = 0; l < L; ++l) s2 += static_cast<double>(sq[k][l]);
+  return s2;
+}
+
+// The moments of one block in cache: a first look sums it (from memory), a second
+// (from L1) sums d^2 with d = x - c, c the block's mean rounded to A. Shifting by
+// the block's own mean keeps d small, so nothing cancels (the textbook one-pass
+// sum x^2 - (sum x)^2 / n would lose every digit for data far from zero); the
+// n (mean - c)^2 term corrects for c's rounding. The second look prefetches the
+// next block, so memory keeps streaming. A is float or double; float32 blocks take
+// the instruction set's looks (moments.h) where it has them.
+template <class A>
+Moments block_moments(const A* x, int64_t n) {
+  double (*sum)(const A*, int64_t) = sum_lanes<A>;
+  double (*sq_dev)(const A*, int64_t, A) = sq_dev_lanes<A>;
+  if constexpr (std::is_same_v<A, float>) {
+    if (const moments_detail::MomentsKernels* k = moments_kernels()) sum = k->sum_f32, sq_dev = k->sq_dev_f32;
+  }
+  const double nd = static_cast<double>(n), mean = sum(x, n) / nd;
+  const A c = static_cast<A>(mean);
+  const double s2 = sq_dev(x, n, c);
   const double shift = mean - static_cast<double>(c);
   const double m2 = s2 - nd * shift * shift;
   // m2 is >= 0 up to rounding; keep NaN (a comparison with NaN is false).
