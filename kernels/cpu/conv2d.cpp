@@ -21,6 +21,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <string>
 #include <vector>
@@ -32,6 +33,12 @@
 #include "kernels/cpu/scratch.h"
 
 namespace ember::cpu::conv2d_detail {
+
+TeamRates& conv2d_team_rates() {
+  static TeamRates rates;
+  return rates;
+}
+
 namespace {
 
 // Below this many multiply-adds in the whole call the batch runs on one thread:
@@ -88,26 +95,46 @@ int64_t weight_ranges(int64_t n, int64_t part_bytes) {
 }
 
 // Runs fn(ctx, lo, hi, slice) over contiguous image ranges covering [0, n) on up to
-// nt threads, each with its own `slice_bytes` of scratch. A cpu::gemm workspace
-// that cannot grow throws inside the team: the first exception is rethrown here.
+// nt threads, each with its own `slice_bytes` of scratch, each range sized by its
+// thread's rate (team_rates.h; the callers are the forward and the input gradient,
+// whose outputs each come from one image). A cpu::gemm workspace that cannot grow
+// throws inside the team: the first exception is rethrown here.
 // One copy for every caller (the thread team and its error handling are library
 // size, so for_ranges below only adapts the callers' lambdas to it).
 using RangeFn = void (*)(const void* ctx, int64_t lo, int64_t hi, void* ws);
 [[gnu::noinline]] void run_ranges(int64_t n, int nt, size_t slice_bytes, RangeFn fn, const void* ctx) {
   char* ws = static_cast<char*>(scratch.get(slice_bytes * size_t(nt)));
   if (nt <= 1) return fn(ctx, 0, n, ws);
+  nt = std::min(nt, TeamRates::kMax);
+  TeamRates& rates = conv2d_team_rates();
+  int64_t bounds[TeamRates::kMax + 1];
+  rates.split(n, nt, bounds);
+  int64_t took[TeamRates::kMax] = {};
   std::exception_ptr error;
+  int got = nt;
 #pragma omp parallel num_threads(nt)
   {
-    const int tid = omp_get_thread_num(), got = omp_get_num_threads();
+    const int tid = omp_get_thread_num();
+#pragma omp single nowait
+    got = omp_get_num_threads();
     try {
-      fn(ctx, n * tid / got, n * (tid + 1) / got, ws + size_t(tid) * slice_bytes);
+      // A smaller team than asked (nested, or the runtime's limit): even ranges.
+      const int64_t lo = omp_get_num_threads() == nt ? bounds[tid] : n * tid / omp_get_num_threads();
+      const int64_t hi = omp_get_num_threads() == nt ? bounds[tid + 1] : n * (tid + 1) / omp_get_num_threads();
+      const auto t0 = std::chrono::steady_clock::now();
+      fn(ctx, lo, hi, ws + size_t(tid) * slice_bytes);
+      took[tid] = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     } catch (...) {
 #pragma omp critical(ember_conv2d_error)
       if (!error) error = std::current_exception();
     }
   }
   if (error) std::rethrow_exception(error);
+  if (got == nt) {
+    int64_t images[TeamRates::kMax];
+    for (int t = 0; t < nt; ++t) images[t] = bounds[t + 1] - bounds[t];
+    rates.update(nt, images, took);
+  }
 }
 
 // body(lo, hi, T* slice) over image ranges, slices of slice_elems T each.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/base/window.h"
+#include "kernels/cpu/team_rates.h"
 
 namespace ember::cpu::conv2d_detail {
 
@@ -129,5 +130,9 @@ const DirectBf16Kernels* direct_kernels_bf16();
 const DirectKernels* direct_kernels_avx512();
 const DirectKernels* direct_kernels_avx2();
 const DirectKernels* direct_kernels_generic();
+
+// The thread rates that size the forward's and the input gradient's image ranges
+// (team_rates.h), one for every convolution in the process.
+TeamRates& conv2d_team_rates();
 
 }  // namespace ember::cpu::conv2d_detail

@@ -20,6 +20,7 @@
 #include "kernels/base/error.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/conv2d_kernels.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 
@@ -279,6 +280,46 @@ TEST_CASE("conv2d weight gradient has the same bits on any number of threads", "
       ember::cpu::conv2d_backward_weight(DType::Float32, s, gy.data(), x.data(), gw.data(), gb.data());
       CHECK(gw == gw1);
       CHECK(gb == gb1);
+    }
+  }
+}
+
+TEST_CASE("conv2d forward and input gradient keep their bits however the team's ranges are sized",
+          "[kernels][conv2d]") {
+  // The image ranges follow each thread's measured rate (team_rates.h); each output
+  // comes from one image, so a skewed split must give the one-thread bits.
+  struct Restore {
+    int threads = ember::get_num_threads();
+    ~Restore() {
+      ember::set_num_threads(threads);
+      ember::cpu::conv2d_detail::conv2d_team_rates().reset();
+    }
+  } restore;
+  ember::cpu::TeamRates& rates = ember::cpu::conv2d_detail::conv2d_team_rates();
+  for (const Conv2dShape& s : {shape(100, 1, 28, 28, 6, 5, 5), shape(37, 6, 12, 12, 12, 5, 5),
+                               shape(40, 3, 17, 17, 8, 3, 3, 2, 2, 1, 1)}) {
+    std::mt19937 g(11);
+    const Sizes z = sizes(s);
+    const auto x = as<float>(random_values(z.x, g)), w = as<float>(random_values(z.w, g));
+    const auto gy = as<float>(random_values(z.y, g));
+    std::vector<float> y1(z.y), gx1(z.x);
+    ember::set_num_threads(1);
+    ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), nullptr, y1.data());
+    ember::cpu::conv2d_backward_input(DType::Float32, s, gy.data(), w.data(), gx1.data());
+    // Thread 0 measured 3x slower than thread 1 (ranges of about 1/4 and 3/4 of the
+    // batch), then the reverse, then the rates real calls measure.
+    for (const int slow : {0, 1, -1}) {
+      rates.reset();
+      const int64_t items[2] = {20, 20}, ns[2] = {slow == 0 ? 300 : 100, slow == 0 ? 100 : 300};
+      if (slow >= 0)
+        for (int i = 0; i < 20; ++i) rates.update(2, items, ns);
+      ember::set_num_threads(2);
+      INFO("batch " << s.n << ", stride " << s.stride_h << ", rates " << rates.rate(0) << " and " << rates.rate(1));
+      std::vector<float> y(z.y), gx(z.x);
+      ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), nullptr, y.data());
+      ember::cpu::conv2d_backward_input(DType::Float32, s, gy.data(), w.data(), gx.data());
+      CHECK(y == y1);
+      CHECK(gx == gx1);
     }
   }
 }
