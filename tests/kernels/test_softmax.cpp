@@ -98,19 +98,27 @@ void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place 
   CHECK(bad == 0);
 }
 
-template <class T>
-void all_shapes(double rtol) {
+// body(threads) at every instruction-set level this CPU runs, on 1 and 2 threads.
+template <class F>
+void each_level(F&& body) {
   IsaGuard guard;
-  std::mt19937_64 rng(91);
   for (const char* level : {"generic", "avx2", "avx512"}) {
     if (!cpu::set_isa(level)) continue;
     for (int threads : {1, 2}) {
       set_num_threads(threads);
       INFO("level " << level << ", " << threads << " threads");
-      for (const Shape3& s : kShapes)
-        for (bool log : {false, true}) check<T>(s, log, rng, rtol);
+      body(threads);
     }
   }
+}
+
+template <class T>
+void all_shapes(double rtol) {
+  std::mt19937_64 rng(91);
+  each_level([&](int) {
+    for (const Shape3& s : kShapes)
+      for (bool log : {false, true}) check<T>(s, log, rng, rtol);
+  });
 }
 
 }  // namespace
@@ -132,54 +140,42 @@ TEST_CASE("cpu::softmax of zero rows writes nothing", "[kernels][softmax]") {
 }
 
 TEST_CASE("cpu::softmax streams a large output and keeps subnormal probabilities", "[kernels][softmax]") {
-  IsaGuard guard;
   std::mt19937_64 rng(17);
-  for (const char* level : {"generic", "avx2", "avx512"}) {
-    if (!cpu::set_isa(level)) continue;
-    for (int threads : {1, 2}) {
-      set_num_threads(threads);
-      INFO("level " << level << ", " << threads << " threads");
-      // 1024 rows of 4097: 16 MiB and more of output (streaming stores), rows that
-      // start off a vector boundary. (Once per level: about 0.5 s each.)
-      if (threads == 2)
-        for (bool log : {false, true}) check<float>({1024, 4097, 1}, log, rng, 2e-5);
-      // Logits 0, -h, -2h, ... down to about -104: probabilities from 1 down through
-      // the subnormals to 0. Rows of 10 (a vector each), 20 (a block of rows), 300
-      // (long rows), and the same down a strided dim. Each must be within 2 units of
-      // the last subnormal place (2^-148) or a relative 4e-6 of float64.
-      for (const Shape3 s : {Shape3{3, 10, 1}, Shape3{3, 20, 1}, Shape3{3, 300, 1}, Shape3{2, 300, 5}}) {
-        const int64_t n = s.outer * s.dim * s.inner;
-        std::vector<float> x(n), y(n);
-        for (int64_t o = 0; o < s.outer; ++o)
-          for (int64_t d = 0; d < s.dim; ++d)
-            for (int64_t i = 0; i < s.inner; ++i)
-              x[(o * s.dim + d) * s.inner + i] = -104.0f * static_cast<float>(d) / static_cast<float>(s.dim - 1) + 0.25f * static_cast<float>(o + i);
-        cpu::softmax(DType::Float32, s.outer, s.dim, s.inner, x.data(), y.data(), false);
-        std::vector<double> xd(x.begin(), x.end());
-        const std::vector<double> want = reference(xd, s, false);
-        int64_t bad = 0, subnormal = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          subnormal += want[i] > 0 && want[i] < 1.1754943508222875e-38;
-          bad += !(std::fabs(y[i] - want[i]) <= 4e-6 * want[i] + std::ldexp(1.0, -148));
-        }
-        INFO("shape (" << s.outer << ", " << s.dim << ", " << s.inner << "): " << bad << " wrong");
-        CHECK(subnormal > 0);
-        CHECK(bad == 0);
+  each_level([&](int threads) {
+    // 1024 rows of 4097: 16 MiB and more of output (streaming stores), rows that
+    // start off a vector boundary. (Once per level: about 0.5 s each.)
+    if (threads == 2)
+      for (bool log : {false, true}) check<float>({1024, 4097, 1}, log, rng, 2e-5);
+    // Logits 0, -h, -2h, ... down to about -104: probabilities from 1 down through
+    // the subnormals to 0. Rows of 10 (a vector each), 20 (a block of rows), 300
+    // (long rows), and the same down a strided dim. Each must be within 2 units of
+    // the last subnormal place (2^-148) or a relative 4e-6 of float64.
+    for (const Shape3 s : {Shape3{3, 10, 1}, Shape3{3, 20, 1}, Shape3{3, 300, 1}, Shape3{2, 300, 5}}) {
+      const int64_t n = s.outer * s.dim * s.inner;
+      std::vector<float> x(n), y(n);
+      for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t d = 0; d < s.dim; ++d)
+          for (int64_t i = 0; i < s.inner; ++i)
+            x[(o * s.dim + d) * s.inner + i] = -104.0f * static_cast<float>(d) / static_cast<float>(s.dim - 1) + 0.25f * static_cast<float>(o + i);
+      cpu::softmax(DType::Float32, s.outer, s.dim, s.inner, x.data(), y.data(), false);
+      std::vector<double> xd(x.begin(), x.end());
+      const std::vector<double> want = reference(xd, s, false);
+      int64_t bad = 0, subnormal = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        subnormal += want[i] > 0 && want[i] < 1.1754943508222875e-38;
+        bad += !(std::fabs(y[i] - want[i]) <= 4e-6 * want[i] + std::ldexp(1.0, -148));
       }
+      INFO("shape (" << s.outer << ", " << s.dim << ", " << s.inner << "): " << bad << " wrong");
+      CHECK(subnormal > 0);
+      CHECK(bad == 0);
     }
-  }
+  });
 }
 
 TEST_CASE("cpu::softmax of float32 short rows in place matches float64", "[kernels][softmax]") {
-  IsaGuard guard;
   std::mt19937_64 rng(17);
-  for (const char* level : {"generic", "avx2", "avx512"}) {
-    if (!cpu::set_isa(level)) continue;
-    for (int threads : {1, 2}) {
-      set_num_threads(threads);
-      INFO("level " << level << ", " << threads << " threads");
-      for (const Shape3 s : {Shape3{300, 10, 1}, Shape3{1000, 3, 1}, Shape3{20, 5, 1}, Shape3{64, 16, 1}, Shape3{517, 7, 1}})
-        for (bool log : {false, true}) check<float>(s, log, rng, 2e-5, true);
-    }
-  }
+  each_level([&](int) {
+    for (const Shape3 s : {Shape3{300, 10, 1}, Shape3{1000, 3, 1}, Shape3{20, 5, 1}, Shape3{64, 16, 1}, Shape3{517, 7, 1}})
+      for (bool log : {false, true}) check<float>(s, log, rng, 2e-5, true);
+  });
 }
