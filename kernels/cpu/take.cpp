@@ -19,8 +19,18 @@ void take(size_t element_size, int64_t outer, int64_t size, int64_t inner, const
   const size_t row_bytes = static_cast<size_t>(inner) * element_size;
   const char* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(out);
+  // Rows scattered over a large table (a shuffled batch of images) each start a new
+  // run the hardware prefetchers have not seen: the first 4 KiB of the row two
+  // places ahead are requested while this one copies (a shuffled batch of 100
+  // FashionMNIST images, one thread: 28 -> 19-21 us).
+  constexpr int64_t kAhead = 2;
+  const size_t ahead_bytes = std::min<size_t>(row_bytes, 4096);
   parallel_rows(rows, rows * inner >= kParallelGrain, [&](int64_t r) {
     const int64_t o = r / n_index, j = r % n_index;
+    if (j + kAhead < n_index) {
+      const char* next = src + (o * size + index[j + kAhead]) * row_bytes;
+      for (size_t b = 0; b < ahead_bytes; b += 64) __builtin_prefetch(next + b);
+    }
     std::memcpy(dst + r * row_bytes, src + (o * size + index[j]) * row_bytes, row_bytes);
   });
 }

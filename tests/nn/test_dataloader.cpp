@@ -106,6 +106,36 @@ TEST_CASE("DataLoader visits every sample once per epoch, in order unless shuffl
   }
 }
 
+TEST_CASE("DataLoader copies large shuffled batches on the thread team row for row", "[data][dataloader]") {
+  // Rows of 1000 floats, batches of 100: enough for the loop thread's copy to run on
+  // the team (cpu::take); a worker copies alone. Row i holds 1000i .. 1000i + 999.
+  struct Restore {
+    int threads = get_num_threads();
+    ~Restore() { set_num_threads(threads); }
+  } restore;
+  set_num_threads(2);
+  const int64_t n = 350, len = 1000;
+  Tensor x = arange(0, n * len, 1, kFloat32).view({n, len});
+  Tensor y = arange(n);
+  DataLoader inline_loader(x, y, {.batch_size = 100, .shuffle = true, .seed = 3});
+  DataLoader threaded(x, y, {.batch_size = 100, .shuffle = true, .seed = 3, .num_workers = 2});
+  for (const DataLoader* loader : {&inline_loader, &threaded}) {
+    std::vector<int64_t> seen;
+    for (Batch& b : loader->epoch(1)) {
+      const std::vector<int64_t> ids = b.targets.to_vector<int64_t>();
+      const std::vector<float> v = b.inputs.to_vector<float>();
+      REQUIRE(v.size() == ids.size() * size_t(len));
+      int64_t bad = 0;
+      for (size_t i = 0; i < ids.size(); ++i)
+        for (int64_t k = 0; k < len; ++k) bad += v[i * size_t(len) + size_t(k)] != float(ids[i] * len + k);
+      CHECK(bad == 0);
+      seen.insert(seen.end(), ids.begin(), ids.end());
+    }
+    CHECK(sorted(seen) == range(n));
+    CHECK(seen != range(n));  // shuffled
+  }
+}
+
 TEST_CASE("DataLoader batch shapes, drop_last and the last partial batch", "[data][dataloader]") {
   auto [x, y] = numbered(10);
   DataLoader keep(x, y, {.batch_size = 4});
