@@ -105,7 +105,7 @@ using RangeFn = void (*)(const void* ctx, int64_t lo, int64_t hi, void* ws);
 [[gnu::noinline]] void run_ranges(int64_t n, int nt, size_t slice_bytes, RangeFn fn, const void* ctx) {
   char* ws = static_cast<char*>(scratch.get(slice_bytes * size_t(nt)));
   if (nt <= 1) return fn(ctx, 0, n, ws);
-  nt = std::min(nt, TeamRates::kMax);
+  nt = std::min(nt, TeamRates::kMax);  // teams past 64 threads use 64
   TeamRates& rates = conv2d_team_rates();
   int64_t bounds[TeamRates::kMax + 1];
   rates.split(n, nt, bounds);
@@ -118,7 +118,7 @@ using RangeFn = void (*)(const void* ctx, int64_t lo, int64_t hi, void* ws);
 #pragma omp single nowait
     got = omp_get_num_threads();
     try {
-      // A smaller team than asked (nested, or the runtime's limit): even ranges.
+      // A smaller team than asked (the runtime's thread limit): even ranges.
       const int64_t lo = omp_get_num_threads() == nt ? bounds[tid] : n * tid / omp_get_num_threads();
       const int64_t hi = omp_get_num_threads() == nt ? bounds[tid + 1] : n * (tid + 1) / omp_get_num_threads();
       const auto t0 = std::chrono::steady_clock::now();

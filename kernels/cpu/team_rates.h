@@ -20,7 +20,8 @@ class TeamRates {
   static constexpr int kMax = 64;  // threads tracked; a larger team is cut to this
 
   // Boundaries of n items over nt threads: thread t takes [bounds[t], bounds[t + 1]),
-  // in proportion to its rate (rates start equal, and stay within 4x of each other).
+  // in proportion to its rate (rates start at 1 and are held within [1/4, 4]; a
+  // thread may get no items).
   void split(int64_t n, int nt, int64_t* bounds) const {
     double total = 0;
     for (int t = 0; t < nt; ++t) total += rate(t);

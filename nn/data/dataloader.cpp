@@ -37,8 +37,10 @@ void check_source(const Tensor& t, const char* which) {
 // MB written between batches, as a training step does, a whole batch from the
 // loader took 70-73 us without and 53-60 with.
 // `team`: on the loop's thread (no workers), the rows are copied by cpu::take, which
-// prefetches the same way and splits the batch over the thread team: each thread
-// then finds in its own cache the images its share of the first convolution reads.
+// prefetches the same way and splits the batch in equal parts over the thread team:
+// the worker threads no longer wait through the copy, and each thread finds in its
+// own cache most of the images its share of the first convolution reads (all of
+// them while the convolution's split, which follows the threads' speeds, is even).
 // A worker thread copies alone (a team per worker would oversubscribe the cores).
 constexpr int64_t kAhead = 2;
 constexpr size_t kPrefetchBytes = 4096;

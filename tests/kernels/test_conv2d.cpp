@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/base/error.h"
+#include "kernels/base/half.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/conv2d_kernels.h"
@@ -287,7 +288,9 @@ TEST_CASE("conv2d weight gradient has the same bits on any number of threads", "
 TEST_CASE("conv2d forward and input gradient keep their bits however the team's ranges are sized",
           "[kernels][conv2d]") {
   // The image ranges follow each thread's measured rate (team_rates.h); each output
-  // comes from one image, so a skewed split must give the one-thread bits.
+  // comes from one image, so a skewed split must give the one-thread bits: the
+  // plain and fused (ReLU + 2x2 max pool: values and window bytes) forward and input
+  // gradient in float32, and in bfloat16 where the stride-1 bfloat16 kernels run.
   struct Restore {
     int threads = ember::get_num_threads();
     ~Restore() {
@@ -300,26 +303,50 @@ TEST_CASE("conv2d forward and input gradient keep their bits however the team's 
                                shape(40, 3, 17, 17, 8, 3, 3, 2, 2, 1, 1)}) {
     std::mt19937 g(11);
     const Sizes z = sizes(s);
+    const int64_t pooled = s.n * s.c_out * (s.h_out / 2) * (s.w_out / 2);
     const auto x = as<float>(random_values(z.x, g)), w = as<float>(random_values(z.w, g));
-    const auto gy = as<float>(random_values(z.y, g));
-    std::vector<float> y1(z.y), gx1(z.x);
+    const auto gy = as<float>(random_values(z.y, g)), gp = as<float>(random_values(pooled, g));
+    std::vector<ember::BFloat16> xh(x.begin(), x.end()), wh(w.begin(), w.end()), gph(gp.begin(), gp.end());
+    const bool bf16 = ember::cpu::conv2d_bf16_direct(s);
+    // Every output, as bytes.
+    const auto outputs = [&] {
+      std::vector<float> y(z.y), gx(z.x), yp(pooled), gxp(z.x);
+      std::vector<uint8_t> win(pooled), winh(pooled);
+      std::vector<ember::BFloat16> yh(pooled), gxh(z.x);
+      ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), nullptr, y.data());
+      ember::cpu::conv2d_backward_input(DType::Float32, s, gy.data(), w.data(), gx.data());
+      ember::cpu::conv2d_relu_pool_forward(DType::Float32, s, x.data(), w.data(), nullptr, yp.data(), win.data());
+      ember::cpu::conv2d_relu_pool_backward_input(DType::Float32, s, gp.data(), win.data(), w.data(), gxp.data());
+      if (bf16) {
+        ember::cpu::conv2d_relu_pool_forward(DType::BFloat16, s, xh.data(), wh.data(), nullptr, yh.data(), winh.data());
+        ember::cpu::conv2d_relu_pool_backward_input(DType::BFloat16, s, gph.data(), winh.data(), wh.data(), gxh.data());
+      }
+      const auto bytes = [](const auto& v) {
+        const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+        return std::vector<uint8_t>(p, p + v.size() * sizeof(v[0]));
+      };
+      return std::vector<std::vector<uint8_t>>{bytes(y),   bytes(gx),  bytes(yp), bytes(win), bytes(gxp),
+                                               bytes(yh),  bytes(winh), bytes(gxh)};
+    };
     ember::set_num_threads(1);
-    ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), nullptr, y1.data());
-    ember::cpu::conv2d_backward_input(DType::Float32, s, gy.data(), w.data(), gx1.data());
+    const auto one = outputs();
     // Thread 0 measured 3x slower than thread 1 (ranges of about 1/4 and 3/4 of the
     // batch), then the reverse, then the rates real calls measure.
     for (const int slow : {0, 1, -1}) {
       rates.reset();
       const int64_t items[2] = {20, 20}, ns[2] = {slow == 0 ? 300 : 100, slow == 0 ? 100 : 300};
-      if (slow >= 0)
+      if (slow >= 0) {
         for (int i = 0; i < 20; ++i) rates.update(2, items, ns);
+        CHECK(rates.rate(slow) < 0.6f);
+        CHECK(rates.rate(1 - slow) > 1.4f);
+      }
       ember::set_num_threads(2);
-      INFO("batch " << s.n << ", stride " << s.stride_h << ", rates " << rates.rate(0) << " and " << rates.rate(1));
-      std::vector<float> y(z.y), gx(z.x);
-      ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), nullptr, y.data());
-      ember::cpu::conv2d_backward_input(DType::Float32, s, gy.data(), w.data(), gx.data());
-      CHECK(y == y1);
-      CHECK(gx == gx1);
+      INFO("batch " << s.n << ", stride " << s.stride_h << ", bfloat16 " << bf16 << ", slow thread " << slow);
+      const auto two = outputs();
+      for (size_t k = 0; k < one.size(); ++k) {
+        INFO("output " << k);
+        CHECK(two[k] == one[k]);
+      }
     }
   }
 }

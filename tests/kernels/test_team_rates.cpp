@@ -2,7 +2,9 @@
 // move them, against splits worked out by hand.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "kernels/cpu/team_rates.h"
@@ -55,4 +57,37 @@ TEST_CASE("TeamRates keeps the rates within 4x of 1", "[kernels][team_rates]") {
   CHECK(split(r, 100, 2) == std::vector<int64_t>{0, 89, 100});
   r.reset();
   CHECK(split(r, 100, 2) == std::vector<int64_t>{0, 50, 100});
+}
+
+TEST_CASE("TeamRates ranges cover every item once for any rates and team size", "[kernels][team_rates]") {
+  std::mt19937 g(5);
+  std::uniform_int_distribution<int64_t> work(1, 1000);
+  for (int nt : {2, 3, 7, 64}) {
+    TeamRates r;
+    for (int round = 0; round < 50; ++round) {
+      std::vector<int64_t> items(size_t(nt), 0), ns(size_t(nt), 0);
+      for (int t = 0; t < nt; ++t) items[size_t(t)] = work(g), ns[size_t(t)] = work(g) * (t % 5 == 0 ? 100 : 1);
+      r.update(nt, items.data(), ns.data());
+      for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{63}, int64_t{100}, int64_t{1001}}) {
+        const std::vector<int64_t> b = split(r, n, nt);
+        INFO("threads " << nt << ", round " << round << ", n " << n);
+        CHECK(b.front() == 0);
+        CHECK(b.back() == n);
+        CHECK(std::is_sorted(b.begin(), b.end()));
+      }
+    }
+  }
+  // Thread 1 10000x slower: relative rates 2 and 0.0002, the second held at 1/4; of
+  // two items both go to the fast thread (2 * 2 / 2.25 = 1.8 rounds to 2).
+  TeamRates r;
+  const int64_t items[2] = {10, 10}, ns[2] = {1, 10000};
+  for (int i = 0; i < 80; ++i) r.update(2, items, ns);
+  CHECK(r.rate(0) == Approx(2.0).epsilon(1e-3));
+  CHECK(split(r, 2, 2) == std::vector<int64_t>{0, 2, 2});
+  // A time of zero (a clock that did not move) is not a measurement.
+  const int64_t zero[2] = {0, 5};
+  TeamRates fresh;
+  fresh.update(2, items, zero);
+  CHECK(fresh.rate(0) == 1.0f);
+  CHECK(fresh.rate(1) == 1.0f);
 }
