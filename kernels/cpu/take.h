@@ -12,9 +12,11 @@
 namespace ember::cpu {
 
 // out[o, j, i] = in[o, index[j], i] for o < outer, j < n_index, i < inner. Any
-// dtype: rows of inner * element_size bytes are copied.
+// dtype: rows of inner * element_size bytes are copied. `team`: large copies run on
+// the thread team; false keeps the copy on the calling thread (a DataLoader worker,
+// where a team per worker would oversubscribe the cores).
 void take(size_t element_size, int64_t outer, int64_t size, int64_t inner, const int64_t* index,
-          int64_t n_index, const void* in, void* out);
+          int64_t n_index, const void* in, void* out, bool team = true);
 
 // grad_in (overwritten, [outer, size, inner]) = 0, then grad_in[o, index[j], i] +=
 // grad_out[o, j, i] for every j in increasing order (so the result does not depend on

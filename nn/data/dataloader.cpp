@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -28,44 +27,21 @@ void check_source(const Tensor& t, const char* which) {
   if (t.dim() == 0) throw ValueError(msg("DataLoader: ", which, " must have at least one dim (the sample dim)"));
 }
 
-// Copies rows `index[0..count)` of `src` (rows along dim 0) into a new tensor.
-// Shuffled rows are scattered over the whole data set, so each row's first lines
-// miss every cache and the TLB, and the hardware prefetcher only starts within a
-// row: the first kPrefetchBytes of the row kAhead places on are prefetched while
-// this one is copied. A batch of 100 FashionMNIST images (3136 bytes each, from
-// 188 MB) took 28 us without, 19-21 with (the copies alone, back to back); with 16
-// MB written between batches, as a training step does, a whole batch from the
-// loader took 70-73 us without and 53-60 with.
-// `team`: on the loop's thread (no workers), the rows are copied by cpu::take, which
-// prefetches the same way and splits the batch in equal parts over the thread team:
-// the worker threads no longer wait through the copy, and each thread finds in its
-// own cache most of the images its share of the first convolution reads (all of
-// them while the convolution's split, which follows the threads' speeds, is even).
-// A worker thread copies alone (a team per worker would oversubscribe the cores).
-constexpr int64_t kAhead = 2;
-constexpr size_t kPrefetchBytes = 4096;
+// Copies rows `index[0..count)` of `src` (rows along dim 0) into a new tensor with
+// cpu::take, which prefetches each scattered row ahead of its copy. `team`: on the
+// loop's thread (no workers) the copy splits the batch in equal parts over the
+// thread team, so the worker threads do not wait through it and each thread finds
+// in its own cache most of the images its share of the first convolution reads (all
+// of them while the convolution's split, which follows the threads' speeds, is
+// even). A worker thread copies alone.
 Tensor gather_rows(const Tensor& src, const int64_t* index, int64_t count, bool team) {
   Shape shape = src.shape();
   shape[0] = count;
   Tensor out = empty(shape, src.dtype());
-  size_t row_bytes = src.element_size();
-  for (size_t d = 1; d < shape.size(); ++d) row_bytes *= static_cast<size_t>(shape[d]);
-  if (row_bytes == 0 || count == 0) return out;
-  if (team) {
-    const int64_t row_elems = static_cast<int64_t>(row_bytes / src.element_size());
-    cpu::take(src.element_size(), 1, src.size(0), row_elems, index, count, src.data_ptr(), out.data_ptr());
-    return out;
-  }
-  const auto* from = static_cast<const unsigned char*>(src.data_ptr());
-  auto* to = static_cast<unsigned char*>(out.data_ptr());
-  const size_t ahead_bytes = std::min(row_bytes, kPrefetchBytes);
-  for (int64_t i = 0; i < count; ++i) {
-    if (i + kAhead < count) {
-      const unsigned char* next = from + static_cast<size_t>(index[i + kAhead]) * row_bytes;
-      for (size_t b = 0; b < ahead_bytes; b += 64) __builtin_prefetch(next + b);
-    }
-    std::memcpy(to + i * row_bytes, from + static_cast<size_t>(index[i]) * row_bytes, row_bytes);
-  }
+  int64_t row_elems = 1;
+  for (size_t d = 1; d < shape.size(); ++d) row_elems *= shape[d];
+  if (row_elems == 0 || count == 0) return out;
+  cpu::take(src.element_size(), 1, src.size(0), row_elems, index, count, src.data_ptr(), out.data_ptr(), team);
   return out;
 }
 
