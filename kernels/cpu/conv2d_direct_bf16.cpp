@@ -293,6 +293,7 @@ struct Bf16Weight {
   static void rows(const Args<u16>& a, int64_t i, int64_t c0, int64_t n, u16* dst, int64_t ld) {
     gy_rows16(a, i, c0, n, dst, ld);
   }
+  static void copy_image(const Args<u16>& a, int64_t i, u16* xc) { pad_image(*a.s, *a.v, a.x + i * a.d->x_img, xc); }
   // bc += one gy' row: vdpbf16ps with bfloat16 ones.
   static void bias(float* bc, const u16* row, int64_t Pw) {
     const __m512i ones = _mm512_set1_epi16(short(0x3f80));
@@ -336,6 +337,116 @@ struct Bf16Weight {
   }
 };
 
+// The weight gradient on compact positions, as the forward's (compact_forward): rows
+// of gy' and of x w_out wide, so conv2's sums skip the third of each row that only
+// multiplied zeros of gy'. Image i of x is copied as kw shifted copies of each
+// channel, rows compacted:
+//   xk[ci][kx][iy*w_out + q] = x[ci][iy][q + kx*dil_w],  q < w_out
+// so tap (ci, ky, kx) at position p = oy*w_out + ox reads xk[ci][kx] at
+// ky*dil_h*w_out + p, and the tile (Bf16Weight's, unchanged) runs on a Direct
+// geometry of these copies (compact_geometry): planes of kw*Hv*w_out values, rows of
+// w_out, no padding (the copy replaces the pad). 32 values a step, each a vpermt2w
+// from 64 values of x: 32 positions cross at most `cross` row ends. conv2's weight
+// gradient went from 130-131 to 111-112 us at batch 100 on one thread. Chunks keep
+// weight_layout's size by x's own images (the copies make them 2.3x the L1 target
+// for conv2): sized by the copies, the chunks were 4 images and the gradient 125 us.
+bool compact_weight(const Conv2dShape& s, const Direct& v) {
+  if (s.w_out <= 0 || v.padded || 4 * (v.Wv - s.w_out) < v.Wv) return false;
+  const int64_t cross = (s.w_out + 30) / s.w_out;
+  return cross * (v.Wv - s.w_out) + 31 <= 63 && s.c_in * s.kw * v.Hv * s.w_out * 2 <= (128 << 10);
+}
+
+Direct compact_geometry(const Conv2dShape& s, const Conv2dDims& d, const Direct& v) {
+  Direct c;
+  c.Hv = v.Hv;
+  c.Wv = s.w_out;
+  c.plane = s.kw * v.Hv * s.w_out;  // a channel's kw copies
+  c.Pv = s.h_out * s.w_out;
+  c.padded = true;  // every image goes through copy_image
+  c.off.resize(size_t(d.K));
+  for (int64_t ci = 0, k = 0; ci < d.cig; ++ci)
+    for (int64_t ky = 0; ky < s.kh; ++ky)
+      for (int64_t kx = 0; kx < s.kw; ++kx, ++k)
+        c.off[size_t(k)] = ci * c.plane + kx * v.Hv * s.w_out + ky * s.dil_h * s.w_out;
+  return c;
+}
+
+// Each 32-value step of a copy: its first value's place in a channel's rows of x,
+// and the vpermt2w lanes picking its 32 values from the 64 there. Made once per
+// shape and thread.
+struct ShiftGather {
+  int64_t Hv = -1, Wv = -1, wo = -1;
+  std::vector<int64_t> start;
+  std::vector<int16_t> lanes;
+};
+
+const ShiftGather& shift_gather(const Conv2dShape& s) {
+  thread_local ShiftGather g;
+  if (g.Hv == s.h && g.Wv == s.w && g.wo == s.w_out) return g;
+  g.Hv = s.h, g.Wv = s.w, g.wo = s.w_out;
+  const int64_t positions = s.h * s.w_out, steps = cdiv(positions, 32);
+  g.start.assign(size_t(steps), 0);
+  g.lanes.assign(size_t(32 * steps), 0);
+  for (int64_t m = 0; m < steps; ++m) {
+    const int64_t p0 = 32 * m, s0 = p0 / s.w_out * s.w + p0 % s.w_out;
+    g.start[size_t(m)] = s0;
+    for (int q = 0; q < 32; ++q) {
+      const int64_t p = std::min(p0 + q, positions - 1);  // lanes past the copy are not stored
+      g.lanes[size_t(32 * m + q)] = int16_t(p / s.w_out * s.w + p % s.w_out - s0);
+    }
+  }
+  return g;
+}
+
+struct Bf16WeightCompact : Bf16Weight {
+  // Image i as the shifted compact copies (a.v is compact_geometry's), then a
+  // vector of slack for the tile's last step (zeroed by weight_images).
+  static void copy_image(const Args<u16>& a, int64_t i, u16* xc) {
+    const Conv2dShape& s = *a.s;
+    const ShiftGather& g = shift_gather(s);
+    const int64_t plane = s.h * s.w, kw = s.kw, dw = s.dil_w, block = s.h * s.w_out;
+    const int64_t values = (s.n - i) * a.d->x_img, steps = int64_t(g.start.size()), channels = s.c_in;
+    const u16* x = a.x + i * a.d->x_img;
+    auto mask32 = [](int64_t n) { return n <= 0 ? __mmask32(0) : low32(n); };
+    for (int64_t m = 0; m < steps; ++m) {
+      const __m512i idx = _mm512_loadu_si512(g.lanes.data() + 32 * m);
+      const int64_t s0 = g.start[size_t(m)];
+      const __mmask32 tail = low32(block - 32 * m);  // the last step stops at its copy's end
+      u16* out = xc + 32 * m;
+      for (int64_t ci = 0; ci < channels; ++ci)
+        for (int64_t kx = 0; kx < kw; ++kx, out += block) {
+          const int64_t at = ci * plane + kx * dw + s0, left = values - at;
+          __m512i lo, hi;
+          if (left >= 64) [[likely]] {
+            lo = _mm512_loadu_si512(x + at);
+            hi = _mm512_loadu_si512(x + at + 32);
+          } else {
+            lo = _mm512_maskz_loadu_epi16(mask32(left), x + at);
+            hi = _mm512_maskz_loadu_epi16(mask32(left - 32), x + at + 32);
+          }
+          _mm512_mask_storeu_epi16(out, tail, _mm512_permutex2var_epi16(lo, idx, hi));
+        }
+    }
+  }
+};
+
+void weight_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws, float* pw, float* pb, int64_t u0,
+                     int64_t u1) {
+  if (!compact_weight(*a.s, *a.v)) return weight_images<Bf16Weight>(a, lo, hi, ws, pw, pb, u0, u1);
+  const Direct c = compact_geometry(*a.s, *a.d, *a.v);
+  Args<u16> ac = a;
+  ac.v = &c;
+  weight_images<Bf16WeightCompact>(ac, lo, hi, ws, pw, pb, u0, u1);
+}
+
+int64_t weight_scratch16(const Args<u16>& a) {
+  if (!compact_weight(*a.s, *a.v)) return weight_scratch<Bf16Weight>(a);
+  const Direct c = compact_geometry(*a.s, *a.d, *a.v);
+  Args<u16> ac = a;
+  ac.v = &c;
+  return weight_scratch<Bf16WeightCompact>(ac);
+}
+
 // ---------------------------------------------------------------------------------
 // Forward and input gradient: outer-product tiles of ROWS rows x 32 positions (two
 // registers of 16 float32 sums per row) over a depth of pairs; one broadcast pair of
@@ -378,19 +489,28 @@ struct TapPairs {
 }
 
 // C rows [ROWS][32] (row stride c_rs) = init (or 0) + sum over pairs j of the
-// broadcast weight pair a[i + j*a_cs] times x's pairs at x + off[j].
-template <int ROWS>
-[[gnu::noinline]] void forward_tile16(int64_t pairs, const uint32_t* a, int64_t a_cs, const u16* x,
+// broadcast weight pair a[i + j*a_cs] times x's pairs at x + off[j]. kPaired: x
+// holds the pairs already (pair_rows16's u32 values), so 16 are loaded as they are;
+// otherwise 32 bfloat16 values are loaded and permuted into their pairs.
+template <int ROWS, bool kPaired>
+[[gnu::noinline]] void forward_tile16(int64_t pairs, const uint32_t* a, int64_t a_cs, const void* x,
                                       const int64_t* off, const uint32_t* mask, __m512i idx, const float* init,
                                       float* c, int64_t c_rs) {
   __m512 acc[ROWS][2];
 #pragma GCC unroll 16
   for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = init ? _mm512_set1_ps(init[i]) : _mm512_setzero_ps();
   for (int64_t j = 0; j < pairs; ++j) {
-    const u16* xj = x + off[j];
-    const __mmask32 m = mask[j];
-    const __m512bh b0 = (__m512bh)_mm512_maskz_permutexvar_epi16(m, idx, _mm512_loadu_si512(xj));
-    const __m512bh b1 = (__m512bh)_mm512_maskz_permutexvar_epi16(m, idx, _mm512_loadu_si512(xj + 16));
+    __m512bh b0, b1;
+    if constexpr (kPaired) {
+      const uint32_t* xj = static_cast<const uint32_t*>(x) + off[j];
+      b0 = (__m512bh)_mm512_loadu_si512(xj);
+      b1 = (__m512bh)_mm512_loadu_si512(xj + 16);
+    } else {
+      const u16* xj = static_cast<const u16*>(x) + off[j];
+      const __mmask32 m = mask[j];
+      b0 = (__m512bh)_mm512_maskz_permutexvar_epi16(m, idx, _mm512_loadu_si512(xj));
+      b1 = (__m512bh)_mm512_maskz_permutexvar_epi16(m, idx, _mm512_loadu_si512(xj + 16));
+    }
     const uint32_t* aj = a + j * a_cs;
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i) {
@@ -433,12 +553,92 @@ template <int ROWS>
   }
 }
 
-// Forward scratch (floats): the output grid [Mp][Pr], a group's pooled values and
-// window bytes, the packed weight pairs [G][pairs][Mp], the bias [Mp], and the copied image with
-// its slack (bfloat16 values, two a float).
+// Compact positions. The output grid sits on the input's rows, Wv wide, of which
+// only the first w_out hold outputs: for the seed network's conv2 (12-wide rows, 8
+// outputs) a third of every tile's work was on columns the pooling never reads.
+// When at least a quarter of the grid is such columns, each image is first copied
+// as its tap pairs with the rows compacted to w_out: for every channel ci and pair
+// t of the kernel row (taps 2t and 2t + 1), the block
+//   z[ci][t][iy*w_out + q] = (x[ci][iy][q + 2t*dil_w], x[ci][iy][q + (2t + 1)*dil_w])
+// (a lone last tap's partner 0), so tap pair (ci, ky, t) at output position
+// p = oy*w_out + ox reads z[ci][t] at ky*dil_h*w_out + p: consecutive values, loaded
+// by the tile with no permute. Per image that is ceil(kw/2) copies of the image as
+// 32-bit pairs (6.9 KB for conv2). conv2's forward went from 101-102 to 85-86 us at
+// batch 100 on one thread. conv1 (24 outputs in 28-wide rows) stays on the grid:
+// its copy cost about what the seventh it saved.
+//
+// A block is written 16 pairs at a time, each vector gathered by one vpermt2w from
+// 64 values of x: vector m of a block covers positions 16m .. 16m + 15, which cross
+// at most `cross` row ends, so their values lie within cross*(Wv - w_out) + 15 + dil_w
+// of the first; that reach must fit in the 64.
+int64_t pair_reach(const Conv2dShape& s, const Direct& v) {
+  const int64_t cross = (s.w_out + 14) / s.w_out;
+  return cross * (v.Wv - s.w_out) + 15 + s.dil_w;
+}
+
+bool compact_forward(const Conv2dShape& s, const Direct& v) {
+  const int64_t zbytes = s.c_in * cdiv(s.kw, 2) * v.Hv * s.w_out * 4;
+  return s.w_out > 0 && s.dil_w <= 16 && 4 * (v.Wv - s.w_out) >= v.Wv && pair_reach(s, v) <= 63 &&
+         zbytes <= (256 << 10);
+}
+
+// Vector m of a block: its first value's place in a channel's rows (row*Wv + column)
+// and the vpermt2w lanes that pick its 16 pairs from the 64 values there.
+void pair_gather(const Conv2dShape& s, const Direct& v, int64_t vectors, int64_t* start, int16_t* lanes) {
+  const int64_t wo = s.w_out, positions = v.Hv * wo;
+  for (int64_t m = 0; m < vectors; ++m) {
+    const int64_t p0 = 16 * m, s0 = p0 / wo * v.Wv + p0 % wo;
+    start[m] = s0;
+    for (int q = 0; q < 16; ++q) {
+      const int64_t p = std::min(p0 + q, positions - 1);  // lanes past the block are not stored
+      const int64_t at = p / wo * v.Wv + p % wo - s0;
+      lanes[32 * m + 2 * q] = int16_t(at);
+      lanes[32 * m + 2 * q + 1] = int16_t(at + s.dil_w);
+    }
+  }
+}
+
+// One image's `channels` planes (an image of `values` values) as the pair blocks
+// above, into z. Vector by vector (its gather lanes held in a register) through
+// every block; loads are masked only near the image's end, stores only for a
+// block's last vector, which must not reach into the next block (written before it).
+[[gnu::noinline]] void pair_rows16(const Conv2dShape& s, const Direct& v, const u16* x, int64_t channels,
+                                   int64_t values, int64_t vectors, const int64_t* start, const int16_t* lanes,
+                                   uint32_t* z) {
+  // Locals, not fields: the vector stores may alias anything, and the fields would
+  // be reloaded after each.
+  const int64_t T = cdiv(s.kw, 2), kw = s.kw, block = v.Hv * s.w_out, plane = v.plane, dw = s.dil_w;
+  auto mask32 = [](int64_t n) { return n <= 0 ? __mmask32(0) : low32(n); };
+  for (int64_t m = 0; m < vectors; ++m) {
+    const __m512i idx = _mm512_loadu_si512(lanes + 32 * m);
+    const int64_t s0 = start[m];
+    const __mmask16 tail = low16(block - 16 * m);  // the last vector stops at its block's end
+    uint32_t* zm = z + 16 * m;
+    for (int64_t ci = 0; ci < channels; ++ci)
+      for (int64_t t = 0; t < T; ++t, zm += block) {
+        const __mmask32 keep = 2 * t + 1 >= kw ? 0x55555555u : 0xffffffffu;  // a lone tap: partner lanes 0
+        const int64_t at = ci * plane + 2 * t * dw + s0, left = values - at;
+        __m512i lo, hi;
+        if (left >= 64) [[likely]] {
+          lo = _mm512_loadu_si512(x + at);
+          hi = _mm512_loadu_si512(x + at + 32);
+        } else {
+          lo = _mm512_maskz_loadu_epi16(mask32(left), x + at);
+          hi = _mm512_maskz_loadu_epi16(mask32(left - 32), x + at + 32);
+        }
+        _mm512_mask_storeu_epi32(zm, tail, _mm512_maskz_permutex2var_epi16(keep, lo, idx, hi));
+      }
+  }
+}
+
+// Forward scratch (floats): the output grid [Mp][Pr] (rows of rs values: Wv, or
+// w_out when compact), a group's pooled values and window bytes, the packed weight
+// pairs [G][pairs][Mp], the bias [Mp], the copied image with its slack (bfloat16
+// values, two a float), and when compact the image's pair rows with slack.
 struct ForwardLayout16 {
-  int64_t Mp, Pr, pairs, image, reach;
-  int64_t grid, pooled, window, weights, bias, xcopy;  // float offsets
+  bool compact;
+  int64_t Mp, Pn, Pr, rs, T, zplane, vectors, pairs, image, reach;
+  int64_t grid, pooled, window, weights, bias, xcopy, z, start, lanes;  // float offsets
   int64_t total;
 };
 
@@ -447,13 +647,20 @@ struct ForwardLayout16 {
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
   ForwardLayout16 l;
+  l.compact = compact_forward(s, v);
   l.Mp = round_up(d.cog, kRowStep);
-  l.Pr = round_up(v.Pv, kPanel);
+  l.Pn = l.compact ? s.h_out * s.w_out : v.Pv;
+  l.Pr = round_up(l.Pn, kPanel);
+  l.rs = l.compact ? s.w_out : v.Wv;
+  l.T = cdiv(s.kw, 2);
+  l.zplane = v.Hv * s.w_out;
+  l.vectors = l.compact ? cdiv(l.zplane, 16) : 0;
   l.pairs = d.cig * s.kh * (s.dil_w <= 16 ? cdiv(s.kw, 2) : s.kw);
   l.image = s.c_in * v.plane;
-  // One past the furthest value read from an image's start: the last pair's 32
-  // values at its last panel's second register.
-  l.reach = v.off.empty() ? 0 : (d.G - 1) * d.cig * v.plane + v.off.back() + l.Pr + 16;
+  // One past the furthest value read from an image's start (the pair rows, when
+  // compact, are read only within their rows): the last pair's 32 values at its
+  // last panel's second register.
+  l.reach = l.compact || v.off.empty() ? 0 : (d.G - 1) * d.cig * v.plane + v.off.back() + l.Pr + 16;
   l.grid = 0;
   // The pooled values and window bytes of a group, with 16 lanes of slack.
   const int64_t pooled = d.cog * (s.h_out / 2) * (s.w_out / 2) + 16;
@@ -462,7 +669,13 @@ struct ForwardLayout16 {
   l.weights = l.window + round_up(cdiv(pooled, 4), 16);
   l.bias = l.weights + round_up(d.G * l.pairs * l.Mp, 16);
   l.xcopy = l.bias + round_up(l.Mp, 16);
-  l.total = l.xcopy + cdiv(std::max(l.image, l.reach), 2) + 16;
+  l.z = l.xcopy + round_up(cdiv(std::max(l.image, l.reach), 2) + 16, 16);
+  // When compact, the pair blocks: the last block's last pair rows end (kh - 1)*dil_h
+  // + h_out = Hv rows after its start, and the last panel reads Pr - Pn pairs past
+  // them. Then the gather table: each vector's start (int64) and 32 lanes (int16).
+  l.start = l.z + (l.compact ? round_up(s.c_in * l.T * l.zplane + l.Pr - l.Pn, 16) : 0);
+  l.lanes = l.start + 2 * l.vectors;
+  l.total = l.lanes + 16 * l.vectors;
   return l;
 }
 
@@ -473,13 +686,16 @@ void forward_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws) {
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
   const ForwardLayout16 l = forward_layout16(a);
-  const TapPairs t = tap_pairs(s, d, v);
+  TapPairs t = tap_pairs(s, d, v);
   float* grid = ws + l.grid;
   uint32_t* wp = reinterpret_cast<uint32_t*>(ws + l.weights);
   float* bias = ws + l.bias;
   u16* xcopy = reinterpret_cast<u16*>(ws + l.xcopy);
   u16* ybuf = reinterpret_cast<u16*>(ws + l.pooled);
   uint8_t* wbuf = reinterpret_cast<uint8_t*>(ws + l.window);
+  uint32_t* z = reinterpret_cast<uint32_t*>(ws + l.z);
+  int64_t* start = reinterpret_cast<int64_t*>(ws + l.start);
+  int16_t* lanes16 = reinterpret_cast<int16_t*>(ws + l.lanes);
   for (int64_t g = 0; g < d.G; ++g)
     for (int64_t j = 0; j < l.pairs; ++j)
       for (int64_t i = 0; i < l.Mp; ++i) {
@@ -490,7 +706,17 @@ void forward_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws) {
   alignas(64) int16_t lanes[32];
   for (int q = 0; q < 16; ++q) lanes[2 * q] = int16_t(q), lanes[2 * q + 1] = int16_t(q + t.delta % 32);
   const __m512i idx = _mm512_load_si512(lanes);
-  if (l.reach > l.image) zero_n(xcopy + l.image, l.reach - l.image);
+  if (l.compact) {
+    // Pair j = (ci, ky, pair of kx) of a group reads its channel's pair rows.
+    for (size_t j = 0; j < t.off.size(); ++j) {
+      const int64_t ci = t.k0[j] / (s.kh * s.kw), ky = t.k0[j] / s.kw % s.kh, kx = t.k0[j] % s.kw;
+      t.off[j] = (ci * l.T + kx / 2) * l.zplane + ky * s.dil_h * s.w_out;
+    }
+    zero_n(z + s.c_in * l.T * l.zplane, l.Pr - l.Pn);
+    pair_gather(s, v, l.vectors, start, lanes16);
+  } else if (l.reach > l.image) {
+    zero_n(xcopy + l.image, l.reach - l.image);
+  }
   const int64_t ph = s.h_out / 2, pw = s.w_out / 2;
   for (int64_t i = lo; i < hi; ++i) {
     const u16* xi = a.x + i * d.x_img;
@@ -501,37 +727,52 @@ void forward_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* ws) {
       copy_n(xcopy, xi, l.image);
       xi = xcopy;
     }
+    if (l.compact)  // reads stop at the copy's end, or the batch's
+      pair_rows16(s, v, xi, s.c_in, xi == xcopy ? l.image : (s.n - i) * l.image, l.vectors, start, lanes16, z);
     for (int64_t g = 0; g < d.G; ++g) {
-      const u16* xg = xi + g * d.cig * v.plane;
       const float* init = nullptr;
       if (a.bias) {
         for (int64_t r = 0; r < l.Mp; ++r) bias[r] = r < d.cog ? bfloat16_bits_to_float(a.bias[g * d.cog + r]) : 0.f;
         init = bias;
       }
       const uint32_t* wg = wp + g * l.pairs * l.Mp;
-      for (int64_t p0 = 0; p0 < v.Pv; p0 += kPanel)
+      for (int64_t p0 = 0; p0 < l.Pr; p0 += kPanel)
         for (int64_t r0 = 0; r0 < l.Mp; r0 += 2 * kRowStep) {
           const float* in = init ? init + r0 : nullptr;
-          if (l.Mp - r0 >= 2 * kRowStep)
-            forward_tile16<2 * kRowStep>(l.pairs, wg + r0, l.Mp, xg + p0, t.off.data(), t.mask.data(), idx, in,
-                                         grid + r0 * l.Pr + p0, l.Pr);
-          else
-            forward_tile16<kRowStep>(l.pairs, wg + r0, l.Mp, xg + p0, t.off.data(), t.mask.data(), idx, in,
-                                     grid + r0 * l.Pr + p0, l.Pr);
+          float* c = grid + r0 * l.Pr + p0;
+          const bool wide = l.Mp - r0 >= 2 * kRowStep;
+          if (l.compact) {
+            const uint32_t* zg = z + g * d.cig * l.T * l.zplane + p0;
+            if (wide)
+              forward_tile16<2 * kRowStep, true>(l.pairs, wg + r0, l.Mp, zg, t.off.data(), nullptr, idx, in, c, l.Pr);
+            else
+              forward_tile16<kRowStep, true>(l.pairs, wg + r0, l.Mp, zg, t.off.data(), nullptr, idx, in, c, l.Pr);
+          } else {
+            const u16* xg = xi + g * d.cig * v.plane + p0;
+            if (wide)
+              forward_tile16<2 * kRowStep, false>(l.pairs, wg + r0, l.Mp, xg, t.off.data(), t.mask.data(), idx, in, c,
+                                                  l.Pr);
+            else
+              forward_tile16<kRowStep, false>(l.pairs, wg + r0, l.Mp, xg, t.off.data(), t.mask.data(), idx, in, c,
+                                              l.Pr);
+          }
         }
       if (a.relu_pool) {
         const int64_t o = (i * s.c_out + g * d.cog) * ph * pw;
         // Pooled into scratch with slack, then copied: the group's values and
         // window bytes are contiguous in y and window.
         const int64_t count = d.cog * ph * pw;
-        pool_planes16(grid, d.cog, l.Pr, v.Wv, s.h_out, s.w_out, ybuf, a.window ? wbuf : nullptr);
+        pool_planes16(grid, d.cog, l.Pr, l.rs, s.h_out, s.w_out, ybuf, a.window ? wbuf : nullptr);
         copy_n(a.out + o, ybuf, count);
         if (a.window) copy_n(a.window + o, wbuf, count);
       } else {
+        u16* yg = a.out + i * d.y_img + g * d.cog * d.P;
         for (int64_t co = 0; co < d.cog; ++co)
-          for (int64_t oy = 0; oy < s.h_out; ++oy)
-            store_row16(grid + co * l.Pr + oy * v.Wv, a.out + i * d.y_img + (g * d.cog + co) * d.P + oy * s.w_out,
-                        s.w_out);
+          if (l.compact)  // the plane's rows are consecutive, as in y
+            store_row16(grid + co * l.Pr, yg + co * d.P, d.P);
+          else
+            for (int64_t oy = 0; oy < s.h_out; ++oy)
+              store_row16(grid + co * l.Pr + oy * v.Wv, yg + co * d.P + oy * s.w_out, s.w_out);
       }
     }
   }
@@ -643,8 +884,8 @@ void backward_input_images16(const Args<u16>& a, int64_t lo, int64_t hi, float* 
 }
 
 constexpr DirectBf16Kernels kBf16{"avx512_bf16",          forward_images16,       backward_input_images16,
-                                  weight_images<Bf16Weight>, forward_scratch16,      backward_input_scratch16,
-                                  weight_scratch<Bf16Weight>, weight_units<Bf16Weight>};
+                                  weight_images16,        forward_scratch16,      backward_input_scratch16,
+                                  weight_scratch16,       weight_units<Bf16Weight>};
 
 }  // namespace
 }  // namespace ember::cpu::conv2d_detail

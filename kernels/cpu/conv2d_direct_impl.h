@@ -448,6 +448,8 @@ struct FloatWeight {
   static void rows(const Args<T>& a, int64_t i, int64_t c0, int64_t n, T* dst, int64_t ld) {
     gy_rows(a, i, c0, n, dst, ld);
   }
+  // Image i of x as v's planes (v.padded says when it is needed).
+  static void copy_image(const Args<T>& a, int64_t i, T* xc) { pad_image(*a.s, *a.v, a.x + i * a.d->x_img, xc); }
   // bc += one gy' row, lane by lane.
   static void bias(T* bc, const T* row, int64_t Pw) {
     typename S::V sum = S::load(bc);
@@ -541,7 +543,7 @@ void weight_images(const Args<typename W::E>& a, int64_t lo, int64_t hi, typenam
       E* gyv = xc + l.x_elems;
       const E* xi = a.x + (i0 + m) * d.x_img;
       if (v.padded) {
-        pad_image(s, v, xi, xc);
+        W::copy_image(a, i0 + m, xc);
         zero_n(xc + s.c_in * v.plane, l.x_elems - s.c_in * v.plane);
         xi = xc;
       } else if (i0 + m == s.n - 1 || (s.n - 1 - (i0 + m)) * d.x_img < l.Pw - v.Pv) {

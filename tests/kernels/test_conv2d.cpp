@@ -441,6 +441,10 @@ TEST_CASE("conv2d bfloat16 (the stride-1 direct kernels) matches the definition 
       {"groups 2, 2x3 kernel", shape(2, 4, 7, 8, 6, 2, 3, 1, 1, 0, 1, 1, 1, 2), true},
       {"1x1 kernel, 70-wide rows", shape(2, 3, 3, 70, 4, 1, 1), true},
       {"3x3 images, batch 5 (a panel spans images)", shape(5, 1, 3, 3, 2, 2, 2), true},
+      // A third of each 12-wide row outside the output: compact positions, whose
+      // per-channel copies (11 rows of 8) are not a whole number of vectors.
+      {"12-wide rows, 8 outputs, 11 rows (compact positions)", shape(2, 3, 11, 12, 4, 5, 5), true},
+      {"the same, dilation 2 in x (copies of pairs 2 apart)", shape(2, 3, 11, 14, 4, 5, 3, 1, 1, 0, 0, 1, 2), false},
   };
   ember::testing::IsaGuard guard;
   if (!ember::cpu::set_isa("avx512_bf16")) {
