@@ -76,6 +76,18 @@ inline __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_m
   }
 }
 
+// 64 values from p into lo and hi, zeros past the `left` (may be <= 0) that may be
+// read: the compact copies' loads stop at the end of the image or the batch.
+inline void load64(const u16* p, int64_t left, __m512i* lo, __m512i* hi) {
+  if (left >= 64) [[likely]] {
+    *lo = _mm512_loadu_si512(p);
+    *hi = _mm512_loadu_si512(p + 32);
+    return;
+  }
+  *lo = _mm512_maskz_loadu_epi16(left <= 0 ? __mmask32(0) : low32(left), p);
+  *hi = _mm512_maskz_loadu_epi16(left <= 32 ? __mmask32(0) : low32(left - 32), p + 32);
+}
+
 // One step of the pooling: a0 a1 hold the top rows of 16 windows (window i's two
 // values at lanes 2i and 2i + 1 of their concatenation), b0 b1 the bottom rows, each
 // value already rounded to bfloat16. Returns the pooled values after ReLU; k gets
@@ -407,7 +419,6 @@ struct Bf16WeightCompact : Bf16Weight {
     const int64_t plane = s.h * s.w, kw = s.kw, dw = s.dil_w, block = s.h * s.w_out;
     const int64_t values = (s.n - i) * a.d->x_img, steps = int64_t(g.start.size()), channels = s.c_in;
     const u16* x = a.x + i * a.d->x_img;
-    auto mask32 = [](int64_t n) { return n <= 0 ? __mmask32(0) : low32(n); };
     for (int64_t m = 0; m < steps; ++m) {
       const __m512i idx = _mm512_loadu_si512(g.lanes.data() + 32 * m);
       const int64_t s0 = g.start[size_t(m)];
@@ -415,15 +426,9 @@ struct Bf16WeightCompact : Bf16Weight {
       u16* out = xc + 32 * m;
       for (int64_t ci = 0; ci < channels; ++ci)
         for (int64_t kx = 0; kx < kw; ++kx, out += block) {
-          const int64_t at = ci * plane + kx * dw + s0, left = values - at;
+          const int64_t at = ci * plane + kx * dw + s0;
           __m512i lo, hi;
-          if (left >= 64) [[likely]] {
-            lo = _mm512_loadu_si512(x + at);
-            hi = _mm512_loadu_si512(x + at + 32);
-          } else {
-            lo = _mm512_maskz_loadu_epi16(mask32(left), x + at);
-            hi = _mm512_maskz_loadu_epi16(mask32(left - 32), x + at + 32);
-          }
+          load64(x + at, values - at, &lo, &hi);
           _mm512_mask_storeu_epi16(out, tail, _mm512_permutex2var_epi16(lo, idx, hi));
         }
     }
@@ -608,7 +613,6 @@ void pair_gather(const Conv2dShape& s, const Direct& v, int64_t vectors, int64_t
   // Locals, not fields: the vector stores may alias anything, and the fields would
   // be reloaded after each.
   const int64_t T = cdiv(s.kw, 2), kw = s.kw, block = v.Hv * s.w_out, plane = v.plane, dw = s.dil_w;
-  auto mask32 = [](int64_t n) { return n <= 0 ? __mmask32(0) : low32(n); };
   for (int64_t m = 0; m < vectors; ++m) {
     const __m512i idx = _mm512_loadu_si512(lanes + 32 * m);
     const int64_t s0 = start[m];
@@ -617,15 +621,9 @@ void pair_gather(const Conv2dShape& s, const Direct& v, int64_t vectors, int64_t
     for (int64_t ci = 0; ci < channels; ++ci)
       for (int64_t t = 0; t < T; ++t, zm += block) {
         const __mmask32 keep = 2 * t + 1 >= kw ? 0x55555555u : 0xffffffffu;  // a lone tap: partner lanes 0
-        const int64_t at = ci * plane + 2 * t * dw + s0, left = values - at;
+        const int64_t at = ci * plane + 2 * t * dw + s0;
         __m512i lo, hi;
-        if (left >= 64) [[likely]] {
-          lo = _mm512_loadu_si512(x + at);
-          hi = _mm512_loadu_si512(x + at + 32);
-        } else {
-          lo = _mm512_maskz_loadu_epi16(mask32(left), x + at);
-          hi = _mm512_maskz_loadu_epi16(mask32(left - 32), x + at + 32);
-        }
+        load64(x + at, values - at, &lo, &hi);
         _mm512_mask_storeu_epi32(zm, tail, _mm512_maskz_permutex2var_epi16(keep, lo, idx, hi));
       }
   }
