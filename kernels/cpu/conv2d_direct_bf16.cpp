@@ -3,7 +3,9 @@
 // blocks of the seed network, whose 6 and 12 output channels are too few for the
 // bfloat16 GEMM of conv2d_bf16.cpp. The layout is the float32 direct kernels'
 // (conv2d_direct_impl.h, whose helpers this file instantiates for 16-bit values):
-// the output on the input's grid, the input read in place.
+// the output on the input's grid, the input read in place; where much of each grid
+// row lies past the output (conv2), the forward and the weight gradient work on
+// compact copies instead (see "Compact positions" below).
 //
 // vdpbf16ps multiplies 16 pairs of bfloat16 values by 16 other pairs and adds both
 // products of a pair to one float32 lane: twice the multiply-adds of an FMA, if the
@@ -14,7 +16,8 @@
 //                    driver is conv2d_direct_impl.h's weight_images).
 //   forward          y[c][p] = sum over taps k of W[c][k] * x[off[k] + p]: taps
 //                    (kx, kx + dil_w) are paired, one permute per 16 pixels turning
-//                    32 loaded values into the pairs (x[q], x[q + dil_w]).
+//                    32 loaded values into the pairs (x[q], x[q + dil_w]) (or, on
+//                    compact copies, the pairs copied once per image).
 //   input gradient   gx[ci][ky*Wv + p] = sum over c, kx of W[c][ci][ky][kx] *
 //                    gy'[c][p - kx]: gy' is interleaved in channel pairs once per
 //                    image and read shifted by kx.

@@ -440,11 +440,18 @@ TEST_CASE("conv2d bfloat16 (the stride-1 direct kernels) matches the definition 
       {"dilation 17 in x: every tap alone", shape(1, 2, 6, 40, 3, 2, 2, 1, 1, 0, 0, 1, 17), true},
       {"groups 2, 2x3 kernel", shape(2, 4, 7, 8, 6, 2, 3, 1, 1, 0, 1, 1, 1, 2), true},
       {"1x1 kernel, 70-wide rows", shape(2, 3, 3, 70, 4, 1, 1), true},
-      {"3x3 images, batch 5 (a panel spans images)", shape(5, 1, 3, 3, 2, 2, 2), true},
+      {"3x3 images, batch 5 (a panel spans images; compact copies)", shape(5, 1, 3, 3, 2, 2, 2), true},
+      {"3x5 images, batch 5 (a panel spans images; on the grid)", shape(5, 1, 3, 5, 2, 2, 2), true},
       // A third of each 12-wide row outside the output: compact positions, whose
       // per-channel copies (11 rows of 8) are not a whole number of vectors.
       {"12-wide rows, 8 outputs, 11 rows (compact positions)", shape(2, 3, 11, 12, 4, 5, 5), true},
       {"the same, dilation 2 in x (copies of pairs 2 apart)", shape(2, 3, 11, 14, 4, 5, 3, 1, 1, 0, 0, 1, 2), false},
+      {"groups 2, 8 outputs in 12-wide rows (compact)", shape(2, 4, 9, 12, 6, 5, 5, 1, 1, 0, 0, 1, 1, 2), true},
+      {"9 outputs in 13-wide rows (compact, odd width)", shape(1, 2, 8, 13, 3, 5, 5), true},
+      // The largest gathers the copies take: the forward's pairs reach 63 values past
+      // a vector's first, and so do the weight gradient's 32 shifted values.
+      {"1 output in 4-wide rows, taps 3 apart (pair gather reach 63)", shape(2, 1, 6, 4, 2, 2, 2, 1, 1, 0, 0, 1, 3), true},
+      {"8 outputs in 16-wide rows, taps 2 apart (copy reach 63)", shape(2, 2, 6, 16, 3, 2, 5, 1, 1, 0, 0, 1, 2), true},
   };
   ember::testing::IsaGuard guard;
   if (!ember::cpu::set_isa("avx512_bf16")) {

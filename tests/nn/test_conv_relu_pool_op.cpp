@@ -134,6 +134,10 @@ TEST_CASE("conv2d_relu_pool2x2 in bfloat16 and under bfloat16 autocast gives the
     // Even rows of output whose last grid row reaches past the weight gradient's row
     // buffer (2 * 5 rows of 13 > 128 positions), over three image ranges.
     compare({150, 1, 12, 13}, {6, 1, 3, 3}, true, {}, dt, false, autocast);
+    // Compact copies (a quarter of each grid row past the output): rows of 8 pooled
+    // values from 17 outputs (odd) in 23-wide rows, and two groups.
+    compare({2, 2, 9, 23}, {3, 2, 3, 7}, true, {}, dt, false, autocast);
+    compare({2, 4, 9, 12}, {6, 2, 5, 5}, true, {{1, 1}, {0, 0}, {1, 1}, 2}, dt, false, autocast);
   }
 }
 
