@@ -535,7 +535,7 @@ void weight_images(const Args<typename W::E>& a, int64_t lo, int64_t hi, typenam
   A* bacc = acc + d.G * l.Cp * l.Kp * N;
   E* chunk = reinterpret_cast<E*>(acc + l.acc_elems);
   zero_n(acc, l.acc_elems);
-  std::vector<const E*> xs(size_t(l.chunk)), xg(size_t(l.chunk)), gys(size_t(l.chunk));
+  std::vector<const E*> xs(size_t(l.chunk)), xg(size_t(l.chunk)), gys(size_t(l.Cp / RC * l.chunk));
   for (int64_t i0 = lo; i0 < hi; i0 += l.chunk) {
     const int64_t imgs = std::min(l.chunk, hi - i0);
     for (int64_t m = 0; m < imgs; ++m) {
@@ -562,18 +562,21 @@ void weight_images(const Args<typename W::E>& a, int64_t lo, int64_t hi, typenam
             if (mine(g, co)) W::bias(bacc + (g * d.cog + co) * N, rows + co * l.Pw, l.Pw);
       }
     }
+    // Tap tiles outside, channel tiles inside: the taps' rows of x are read from L1
+    // by every channel tile in turn, and gy' of all channels stays there (the other
+    // order read each tap tile's x once per channel tile).
     for (int64_t g = 0; g < d.G; ++g) {
       if (!group_is_mine(g)) continue;
       for (int64_t m = 0; m < imgs; ++m) xg[size_t(m)] = xs[size_t(m)] + g * d.cig * v.plane;
-      for (int64_t c = 0; c < l.Cp; c += RC) {
-        if (!mine(g, c)) continue;
+      for (int64_t c = 0; c < l.Cp; c += RC)
         for (int64_t m = 0; m < imgs; ++m)
-          gys[size_t(m)] = chunk + m * l.per_image + l.x_elems + (g * l.Cp + c) * l.Pw;
-        for (int64_t k = 0; k < l.Kp; k += RK) {
-          int64_t toff[RK];
-          for (int q = 0; q < RK; ++q) toff[q] = v.off[size_t(std::min(k + q, d.K - 1))];  // padding taps: any row
-          W::tile(l, imgs, xg.data(), gys.data(), toff, acc + ((g * l.Cp + c) * l.Kp + k * RC) * N);
-        }
+          gys[size_t(c / RC * l.chunk + m)] = chunk + m * l.per_image + l.x_elems + (g * l.Cp + c) * l.Pw;
+      for (int64_t k = 0; k < l.Kp; k += RK) {
+        int64_t toff[RK];
+        for (int q = 0; q < RK; ++q) toff[q] = v.off[size_t(std::min(k + q, d.K - 1))];  // padding taps: any row
+        for (int64_t c = 0; c < l.Cp; c += RC)
+          if (mine(g, c))
+            W::tile(l, imgs, xg.data(), gys.data() + c / RC * l.chunk, toff, acc + ((g * l.Cp + c) * l.Kp + k * RC) * N);
       }
     }
   }
