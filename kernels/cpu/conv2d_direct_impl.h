@@ -562,9 +562,9 @@ void weight_images(const Args<typename W::E>& a, int64_t lo, int64_t hi, typenam
             if (mine(g, co)) W::bias(bacc + (g * d.cog + co) * N, rows + co * l.Pw, l.Pw);
       }
     }
-    // Tap tiles outside, channel tiles inside: the taps' rows of x are read from L1
-    // by every channel tile in turn, and gy' of all channels stays there (the other
-    // order read each tap tile's x once per channel tile).
+    // Tap tiles outside, channel tiles inside: a tap tile's rows of x come into L1
+    // once and every channel tile reuses them there, and gy' of all channels stays
+    // in L1 (the other order streamed the whole chunk's x once per channel tile).
     for (int64_t g = 0; g < d.G; ++g) {
       if (!group_is_mine(g)) continue;
       for (int64_t m = 0; m < imgs; ++m) xg[size_t(m)] = xs[size_t(m)] + g * d.cig * v.plane;
