@@ -95,7 +95,8 @@ std::string suite_svg(const std::string& suite, const std::vector<Record>& recor
            << "\" height=\"" << row_h - 2 << "\" fill=\"" << series->color << "\"><title>" << escape(who, false)
            << ": " << format(value) << " " << escape(r.unit, false) << "</title></rect>\n";
       body << "<text x=\"" << label_w + w + 4 << "\" y=\"" << y + row_h - 3 << "\" class=\"value\">" << format(value)
-           << (series == &peer && !r.peer_name.empty() ? " " + escape(r.peer_name, false) : "") << "</text>\n";
+           << (series == &peer && !r.peer_name.empty() ? " " : "")
+           << (series == &peer ? escape(r.peer_name, false) : "") << "</text>\n";
       y += row_h;
     }
     y += gap;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -197,7 +198,10 @@ void onnx_suite(const Options& opt, Report& report) {
     Tensor x1;
     for (const BatchCase& bc : kBatches) {
       const Tensor x = tile_rows(x0, bc.batch);
-      std::optional<double> ember_s, ort_s;
+      std::optional<double> ember_s;
+      // ONNX Runtime's best median, infinite until one is measured (a plain double:
+      // GCC 12 reports an optional<double> here as maybe used uninitialized).
+      double ort_s = std::numeric_limits<double>::infinity();
       std::optional<nlohmann::json> ort_last;
       bool peer_ok = missing.empty();
       for (int round = 0; round < kRounds; ++round) {
@@ -218,7 +222,7 @@ void onnx_suite(const Options& opt, Report& report) {
           continue;
         }
         const double o = (*j)["median_us"].get<double>() * 1e-6;
-        ort_s = ort_s ? std::min(*ort_s, o) : o;
+        ort_s = std::min(ort_s, o);
         ort_last = j;
         std::printf("  %-11s batch %4lld round %d ort   %10.1f us  (p10 %.1f, p90 %.1f, p99 %.1f; public async "
                     "run %.1f us; load %.2f)\n",
@@ -227,9 +231,10 @@ void onnx_suite(const Options& opt, Report& report) {
                     (*j)["api_median_us"].get<double>(), load1());
       }
       if (!ember_error.empty()) continue;
-      if (!peer_ok) ort_s.reset();
+      if (!peer_ok) ort_s = std::numeric_limits<double>::infinity();
+      const bool have_ort = std::isfinite(ort_s);
       // Both sides must have computed the same outputs.
-      if (ort_s) {
+      if (have_ort) {
         const auto [s, a] = sums(model.run({x})[0]);
         std::string why;
         if (!ort_sums_agree(s, a, *ort_last, &why))
@@ -243,7 +248,7 @@ void onnx_suite(const Options& opt, Report& report) {
       const double scale = bc.batch == 1 ? 1e6 : 1e3;
       r.ember = *ember_s * scale;
       r.peer_name = peer_name;
-      if (ort_s) r.peer = *ort_s * scale;
+      if (have_ort) r.peer = ort_s * scale;
       r.floor = bc.batch * mc.flops_per_row / peak * scale;
       report.add(std::move(r));
       if (bc.batch == 1) x1 = x;

@@ -30,7 +30,7 @@ struct alignas(64) ArrivalBoard::Slot {
   Signature ring[kRing];
 };
 
-ArrivalBoard::ArrivalBoard(const std::string& name, int size, int rank, bool create) : name_(name), size_(size), rank_(rank) {
+ArrivalBoard::ArrivalBoard(const std::string& name, int size, int rank, bool create) : name_(name), rank_(rank) {
   bytes_ = sizeof(Slot) * static_cast<size_t>(size);
   const int fd = shm_open(name.c_str(), create ? (O_RDWR | O_CREAT | O_EXCL) : O_RDWR, 0600);
   if (fd < 0) throw DistError("init_process_group: cannot open shared memory " + name + ": " + std::strerror(errno));

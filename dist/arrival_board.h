@@ -42,7 +42,7 @@ class ArrivalBoard {
   struct Slot;
   Slot* slot(int r) const;
   std::string name_;
-  int size_, rank_;
+  int rank_;
   void* base_ = nullptr;
   size_t bytes_ = 0;
 };

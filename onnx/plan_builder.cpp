@@ -212,7 +212,7 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
     const auto& node = graph.node(i);
     NodeContext ctx;
     ctx.op_type = node.op_type();
-    ctx.name = node.name().empty() ? "#" + std::to_string(i) : node.name();
+    ctx.name = node.name().empty() ? std::string("#") + std::to_string(i) : node.name();
     ctx.opset = plan->opset;
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       throw NotImplementedError("ONNX op '" + node.op_type() + "' of domain '" + node.domain() + "' (node '" +

@@ -13,12 +13,23 @@
 namespace ember {
 namespace {
 
-constexpr int kPrecision = 4, kLineWidth = 80, kEdgeItems = 3, kThreshold = 1000;
+// Four digits after the point (PyTorch's default precision) are in the "%.4f" and
+// "%.4e" formats below.
+constexpr int kLineWidth = 80, kEdgeItems = 3, kThreshold = 1000;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
+}
+
+// "[" + s + "]", built by appending: GCC 12 warns (-Wrestrict, a false positive, GCC
+// bug 105329) on a string literal added in front of a temporary string.
+std::string bracketed(const std::string& s) {
+  std::string out = "[";
+  out += s;
+  out += ']';
+  return out;
 }
 
 std::string special(double v) {
@@ -119,7 +130,7 @@ std::string vector_str(const Tensor& t, int indent, bool summarize, const Format
   for (size_t i = 0; i < data.size(); i += per_line)
     lines.push_back(join(std::vector<std::string>(data.begin() + i, data.begin() + std::min(data.size(), i + per_line)),
                          ", "));
-  return "[" + join(lines, ",\n" + std::string(indent + 1, ' ')) + "]";
+  return bracketed(join(lines, ",\n" + std::string(indent + 1, ' ')));
 }
 
 std::string tensor_str(const Tensor& t, int indent, bool summarize, const Formatter& f) {
@@ -134,7 +145,9 @@ std::string tensor_str(const Tensor& t, int indent, bool summarize, const Format
   } else {
     for (int64_t i = 0; i < n; ++i) slices.push_back(tensor_str(t[i], indent + 1, summarize, f));
   }
-  return "[" + join(slices, "," + std::string(t.dim() - 1, '\n') + std::string(indent + 1, ' ')) + "]";
+  std::string sep = ",";
+  sep.append(size_t(t.dim() - 1), '\n').append(size_t(indent + 1), ' ');
+  return bracketed(join(slices, sep));
 }
 
 }  // namespace

@@ -53,7 +53,6 @@ namespace {
 
 using u16 = uint16_t;
 constexpr int64_t kValues = 32;  // bfloat16 values in a register (16 pairs)
-constexpr int kLanes = 16;       // float32 sums in a register
 
 inline __m512bh as_pairs(__m512i v) { return (__m512bh)v; }
 

@@ -17,6 +17,9 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX512_BF16)
 // uninitialized here too (the PR 105593 of isa.h), in its definite form.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#define EMBER_NOCLONE gnu::noclone  // GCC's own: no specialized copies of tile
+#else
+#define EMBER_NOCLONE  // clang makes no clones of a noinline function's body anyway
 #endif
 
 #include "kernels/cpu/bf16_round_avx512.h"
@@ -137,7 +140,7 @@ struct RoundedStore {
 // small, and edge tiles are a small share of any product worth this kernel.
 // Not inlined: macro and macro_rounded share this one copy of the unrolled loop (a
 // call per tile of kp steps costs nothing measurable; a second copy costs 17 KB).
-[[gnu::noinline, gnu::noclone]] void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b, float alpha,
+[[gnu::noinline, EMBER_NOCLONE]] void tile(int64_t kp, const uint32_t* __restrict a, const uint32_t* __restrict b, float alpha,
                             float beta, float* __restrict c, int64_t c_rs, int64_t c_cs, int64_t nr, int rows,
                             const RoundedStore& rs) {
   constexpr int ROWS = MR;

@@ -30,7 +30,7 @@ void halves(int64_t lo, int64_t hi, const int16_t* __restrict g, const int16_t* 
             int16_t inf_bits) {
   for (int64_t i = lo; i < hi; ++i) {
     const int16_t gi = g[i], yi = y[i];
-    out[i] = (yi > 0) & (yi <= inf_bits) ? gi : int16_t(0);
+    out[i] = ((yi > 0) & (yi <= inf_bits)) ? gi : int16_t(0);
   }
 }
 

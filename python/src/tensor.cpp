@@ -49,7 +49,7 @@ py::object nested_list(const T* data, const Shape& shape, size_t dim, int64_t& p
   }
   py::list out(shape[dim]);
   for (int64_t i = 0; i < shape[dim]; ++i) out[static_cast<size_t>(i)] = nested_list(data, shape, dim + 1, pos);
-  return std::move(out);
+  return out;
 }
 
 py::object tolist(const Tensor& t) {
