@@ -65,7 +65,7 @@ static_assert(kCaseGroups[0][0] == 0 && kCaseGroups[0][1] == 2 && kCaseGroups[1]
 constexpr int kWarmupBatches = 5;
 // Ember and PyTorch epochs alternate, group by group, so that a burst of load from
 // elsewhere on the machine falls on both; each keeps its fastest epoch. Three
-// rounds: on a machine whose cores slow by 15-50% for seconds at a time (another
+// rounds: on a machine whose cores slow by 15-54% for seconds at a time (another
 // tenant), the best of two epochs was often a slowed one.
 constexpr int kRounds = 3;
 constexpr const char* kPeerBatching = "plain shuffled index batching: randperm, then x[idx] per batch";

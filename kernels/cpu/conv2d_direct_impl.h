@@ -569,7 +569,7 @@ void weight_images(const Args<typename W::E>& a, int64_t lo, int64_t hi, typenam
       if (!group_is_mine(g)) continue;
       for (int64_t m = 0; m < imgs; ++m) xg[size_t(m)] = xs[size_t(m)] + g * d.cig * v.plane;
       for (int64_t c = 0; c < l.Cp; c += RC)
-        for (int64_t m = 0; m < imgs; ++m)
+        for (int64_t m = 0; m < imgs && mine(g, c); ++m)
           gys[size_t(c / RC * l.chunk + m)] = chunk + m * l.per_image + l.x_elems + (g * l.Cp + c) * l.Pw;
       for (int64_t k = 0; k < l.Kp; k += RK) {
         int64_t toff[RK];
