@@ -103,10 +103,13 @@ TEST_CASE("onnx on CUDA: quantize_dynamic's int8 layers run on the GPU like on t
   const Tensor x = onnx::load_tensor(kModels + "/mlp_input_0.pb");
   const Tensor want = onnx::load_tensor(kModels + "/mlp_output_0.pb");
   const Tensor y_gpu = gpu.run({x})[0], y_cpu = cpu.run({x})[0];
-  // Both quantize the same activations with the same scales; the int32 sums are
-  // exact, so they differ only where float32 rounding tips a value to the next
-  // int8 step: a small fraction of the error int8 has against float32 at all.
+  // Both quantize the same activations with the same formulas and sum exactly in
+  // int32; they differ only where float32 rounding tips a value of a later layer's
+  // input to the next int8 step. The bound is the CUDA int8 test's for the seed
+  // network (tests/cuda/test_quant.cpp); on the CPU, int8 itself is 2.3e-3 from
+  // float32 on this batch (outputs up to 0.25).
   const double vs_cpu = max_abs_diff(y_gpu, y_cpu), vs_float = max_abs_diff(y_cpu, want);
+  const double largest = y_cpu.abs().amax().to(kFloat64).item<double>();
   INFO("max |int8 cuda - int8 cpu| = " << vs_cpu << ", max |int8 cpu - float32 pytorch| = " << vs_float);
-  CHECK(vs_cpu <= std::max(1e-3, 0.5 * vs_float));
+  CHECK(vs_cpu <= 1e-3 * (largest + 1));
 }
