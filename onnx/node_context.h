@@ -82,6 +82,12 @@ std::vector<std::string> supported_ops();
 // ---- helpers shared by the op files ----
 // The values of a 1-D (or 0-D) integer tensor, read to the host.
 std::vector<int64_t> int_values(const Tensor& t);
+// `inputs` with every defined one on the device of the first that is not on the
+// host. A plan keeps its integer and bool constants (shapes, axes, indices) on the
+// host, where most readers want them as numbers; an op that computes with such a
+// constant and a value on the model's device (Add of an int64 input and an int64
+// initializer, Where with an integer branch) brings the constant over here.
+std::vector<Tensor> on_one_device(const std::vector<Tensor>& inputs);
 // Axis `axis` of a rank-`rank` tensor, negative counted from the end; ShapeError
 // "<where>: axis 5 is out of range for a rank-4 input" otherwise.
 int64_t normalize_axis(const std::string& where, int64_t axis, int64_t rank);

@@ -126,7 +126,8 @@ template <Fn2 F>
 OpFn binary(const NodeContext& ctx) {
   bool legacy = ctx.opset < 7 && ctx.get_int("broadcast", 0) != 0;
   int64_t axis = legacy && ctx.has("axis") ? ctx.get_int("axis", 0) : -1;
-  return [legacy, axis](const std::vector<Tensor>& in) {
+  return [legacy, axis](const std::vector<Tensor>& given) {
+    const std::vector<Tensor> in = on_one_device(given);
     Tensor b = align_legacy(legacy, axis, in[0], in[1]);
     return std::vector<Tensor>{F(in[0], b)};
   };
@@ -154,7 +155,8 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) { return ne(a.to(kBool), b.
 template <Fn2 F>
 OpFn variadic(const NodeContext& ctx) {
   if (ctx.present.empty()) ctx.invalid("needs at least one input");
-  return [](const std::vector<Tensor>& in) {
+  return [](const std::vector<Tensor>& given) {
+    const std::vector<Tensor> in = on_one_device(given);
     Tensor acc = in[0];
     for (size_t i = 1; i < in.size(); ++i) acc = F(acc, in[i]);
     return std::vector<Tensor>{acc};
@@ -163,7 +165,8 @@ OpFn variadic(const NodeContext& ctx) {
 
 OpFn build_mean(const NodeContext& ctx) {
   if (ctx.present.empty()) ctx.invalid("needs at least one input");
-  return [](const std::vector<Tensor>& in) {
+  return [](const std::vector<Tensor>& given) {
+    const std::vector<Tensor> in = on_one_device(given);
     Tensor acc = in[0];
     for (size_t i = 1; i < in.size(); ++i) acc = add(acc, in[i]);
     return std::vector<Tensor>{div(acc, static_cast<double>(in.size()))};
@@ -175,7 +178,10 @@ OpFn build_not(const NodeContext&) {
 }
 
 OpFn build_where(const NodeContext&) {
-  return [](const std::vector<Tensor>& in) { return std::vector<Tensor>{where(in[0].to(kBool), in[1], in[2])}; };
+  return [](const std::vector<Tensor>& given) {
+    const std::vector<Tensor> in = on_one_device(given);
+    return std::vector<Tensor>{where(in[0].to(kBool), in[1], in[2])};
+  };
 }
 
 OpFn build_sum1(const NodeContext& ctx) { return variadic<add>(ctx); }

@@ -149,7 +149,7 @@ OpFn build_concat(const NodeContext& ctx) {
   return [axis, where](const std::vector<Tensor>& in) {
     int64_t a = normalize_axis(where, axis, in[0].dim());
     // Zero-length inputs take part in no copy but still pass shape checks.
-    return one(cat(in, a));
+    return one(cat(on_one_device(in), a));
   };
 }
 
@@ -322,7 +322,8 @@ OpFn build_gather(const NodeContext& ctx) {
 
 OpFn build_range(const NodeContext& ctx) {
   std::string where = ctx.where();
-  return [where](const std::vector<Tensor>& in) {
+  return [where](const std::vector<Tensor>& given) {
+    const std::vector<Tensor> in = on_one_device(given);
     DType t = in[0].dtype();
     Scalar start = in[0].item(), limit = in[1].item(), delta = in[2].item();
     double d = delta.to<double>();
@@ -331,7 +332,7 @@ OpFn build_range(const NodeContext& ctx) {
     if (!(count < 1e15)) throw ValueError(where + ": the range has too many elements");
     int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     // Value i is start + i * delta, computed in the output type as ONNX does.
-    Tensor idx = arange(0, n, 1, TensorOptions(kInt64));
+    Tensor idx = arange(0, n, 1, TensorOptions(kInt64, in[0].device()));
     Tensor out = add(mul(idx.to(t), in[2].to(t)), in[0].to(t)).to(t);
     return one(out);
   };

@@ -7,15 +7,26 @@
 // or raises is a failure.
 //
 //   onnx-conformance [--data DIR] [--set node|pytorch-converted|pytorch-operator]
-//                    [--gaps FILE] [--list]
+//                    [--gaps FILE] [--device cpu|cuda|emu] [--list]
 //
 // The model sets must pass except for the tests named in the gaps file (one
 // name per line: the ones docs/onnx.md lists as not yet supported), and a test
 // named there that passes is an error too, so the file stays true. Node tests
-// must never fail; they may be skipped. Exits 77 when the data is missing.
+// must never fail; they may be skipped. Exits 77 when the data is missing (DIR
+// defaults to $EMBER_ONNX_TEST_DATA, else Debian's folder) or when --device cuda
+// has no CUDA device.
+//
+// With --device cuda the models are loaded onto the GPU and the same rules hold
+// against the same reference outputs. A node test skipped there that passes on
+// the CPU (an op or dtype without a CUDA kernel) is listed with its reason as a
+// gap of that device; it is not an error, so that one run shows them all.
+// --device emu (Ember's accelerator emulated in host memory, tensor/emu.h) runs
+// the same device path on any machine: the CPU kernels, but every weight, input
+// and output crossing to a device of its own.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -73,10 +84,10 @@ std::string compare(const Tensor& got, const Tensor& want) {
   return "";
 }
 
-Result run_test(const fs::path& dir) {
+Result run_test(const fs::path& dir, const Device& device) {
   onnx::Model model;
   try {
-    model = onnx::load((dir / "model.onnx").string());
+    model = onnx::load((dir / "model.onnx").string(), device);
   } catch (const NotImplementedError& e) {
     return {Outcome::Skip, e.what()};
   } catch (const std::exception& e) {
@@ -113,7 +124,9 @@ Result run_test(const fs::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string data = "/usr/share/libonnx-testdata/data", gaps_file;
+  const char* data_env = std::getenv("EMBER_ONNX_TEST_DATA");
+  std::string data = data_env && *data_env ? data_env : "/usr/share/libonnx-testdata/data", gaps_file;
+  std::string device_name = "cpu";
   std::vector<std::string> sets;
   bool list = false;
   for (int i = 1; i < argc; ++i) {
@@ -121,12 +134,22 @@ int main(int argc, char** argv) {
     if (a == "--data" && i + 1 < argc) data = argv[++i];
     else if (a == "--set" && i + 1 < argc) sets.push_back(argv[++i]);
     else if (a == "--gaps" && i + 1 < argc) gaps_file = argv[++i];
+    else if (a == "--device" && i + 1 < argc) device_name = argv[++i];
     else if (a == "--list") list = true;
     else {
-      std::cerr << "usage: onnx-conformance [--data DIR] [--set NAME]... [--gaps FILE] [--list]\n";
+      std::cerr << "usage: onnx-conformance [--data DIR] [--set NAME]... [--gaps FILE] [--device cpu|cuda|emu] [--list]\n";
       return 2;
     }
   }
+  if (device_name != "cpu" && device_name != "cuda" && device_name != "emu") {
+    std::cerr << "onnx-conformance: --device must be cpu, cuda or emu, got '" << device_name << "'\n";
+    return 2;
+  }
+  if (device_name == "cuda" && !cuda::is_available()) {
+    std::cout << "no CUDA device (ember::cuda::is_available() is false): skipped\n";
+    return 77;
+  }
+  const Device device = device_name == "cpu" ? kCPU : Device(device_name + ":0");
   if (sets.empty()) sets = {"node", "pytorch-converted", "pytorch-operator"};
   if (!fs::exists(data)) {
     std::cout << "ONNX test data not found at " << data << " (Debian package libonnx-testdata): skipped\n";
@@ -151,10 +174,14 @@ int main(int argc, char** argv) {
     std::sort(tests.begin(), tests.end());
     std::map<Outcome, int> count;
     std::map<std::string, int> skip_reasons;
+    std::vector<std::string> device_gaps;  // skipped on the device, passed on the CPU
     for (const auto& t : tests) {
       std::string name = t.filename().string();
-      Result r = run_test(t);
+      Result r = run_test(t, device);
       bool model_set = set != "node";
+      if (!model_set && r.outcome == Outcome::Skip && !device.is_cpu() &&
+          run_test(t, kCPU).outcome == Outcome::Pass)
+        device_gaps.push_back(name + ": " + r.detail);
       bool known_gap = gaps.count(name) != 0;
       ++count[r.outcome];
       const char* word = r.outcome == Outcome::Pass ? "pass" : r.outcome == Outcome::Fail ? "FAIL" : "skip";
@@ -181,8 +208,12 @@ int main(int argc, char** argv) {
         std::cout << (error ? "ERROR " : "") << set << "/" << name << ": " << word
                   << (r.detail.empty() ? "" : " (" + r.detail + ")") << "\n";
     }
-    std::cout << set << ": " << tests.size() << " tests, " << count[Outcome::Pass] << " passed, "
-              << count[Outcome::Fail] << " failed, " << count[Outcome::Skip] << " skipped\n";
+    std::cout << set << (device.is_cpu() ? "" : " on " + device.str()) << ": " << tests.size() << " tests, "
+              << count[Outcome::Pass] << " passed, " << count[Outcome::Fail] << " failed, " << count[Outcome::Skip]
+              << " skipped";
+    if (!device.is_cpu() && set == "node") std::cout << " (" << device_gaps.size() << " of them pass on the CPU)";
+    std::cout << "\n";
+    for (const auto& gap : device_gaps) std::cout << "  " << device << " gap: " << gap << "\n";
     if (list)
       for (const auto& [reason, k] : skip_reasons) std::cout << "  skipped " << k << ": " << reason << "\n";
   }

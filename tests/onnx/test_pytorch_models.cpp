@@ -2,7 +2,8 @@
 // (written by make_models.py with torch.onnx.export) are loaded, run on the
 // committed input batch and compared with PyTorch's committed output within 1e-4.
 // Each model is also run on its first row alone, which checks that the batch
-// axis the exporter left open ("N") really is free in Ember's plan.
+// axis the exporter left open ("N") really is free in Ember's plan, and on the
+// emulated device `emu`, which must give the CPU's bits.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -55,6 +56,14 @@ void check_model(const Expected& e) {
   const float diff = max_abs_diff(y[0], want);
   INFO(e.name << ": max |ember - pytorch| over the batch = " << diff);
   CHECK(diff <= 1e-4f);
+
+  // The same plan on `emu`, a device of its own with the CPU's kernels (tensor/emu.h):
+  // the path a GPU takes, which must give the CPU's bits.
+  const auto on_emu = ember::onnx::load(kModels + "/" + e.name + ".onnx", Device("emu:0"));
+  const auto y_emu = on_emu.run({x});
+  REQUIRE(y_emu.size() == 1);
+  CHECK(y_emu[0].device() == Device("emu:0"));
+  CHECK(y_emu[0].cpu().contiguous().to_vector<float>() == y[0].contiguous().to_vector<float>());
 
   const auto row = model.run({x.narrow(0, 0, 1).contiguous()});
   REQUIRE(row[0].shape() == want.narrow(0, 0, 1).shape());
