@@ -42,6 +42,7 @@ class NodeContext {
   std::vector<bool> present;                 // per input: false for an absent optional input
   std::vector<std::optional<Tensor>> constants;  // per input: its value when known at load
   size_t num_outputs = 0;
+  Device device = kCPU;   // the model's: where steps that make data from nothing put it
 
   bool has(const std::string& attr) const { return attrs.count(attr) != 0; }
   int64_t get_int(const std::string& attr, int64_t fallback) const;

@@ -76,7 +76,8 @@ OpFn build_prelu(const NodeContext&) {
   // The slope broadcasts to X from the right (opset 7+); in PyTorch's exports of
   // older opsets it is [C] or [C, 1, ...] against [N, C, ...], which the rule
   // below also aligns: a 1-D slope of length C is matched to dim 1.
-  return [](const std::vector<Tensor>& in) {
+  return [](const std::vector<Tensor>& given) {
+    const std::vector<Tensor> in = on_one_device(given);  // an integer slope (opset 16) is a host constant
     const Tensor& x = in[0];
     Tensor slope = in[1];
     if (slope.dim() == 1 && x.dim() > 2 && slope.size(0) == x.size(1) && slope.size(0) != x.size(-1)) {

@@ -297,11 +297,14 @@ OpFn build_constant_of_shape(const NodeContext& ctx) {
   Tensor value = ctx.has("value") ? ctx.get_tensor("value") : zeros({1}, kFloat32);
   if (value.numel() != 1) ctx.invalid("attribute 'value' must hold one element");
   std::string where = ctx.where();
-  return [value, where](const std::vector<Tensor>& in) {
+  // Placed as the plan places constants: floating point on the model's device,
+  // integers on the host.
+  const Device device = is_floating(value.dtype()) ? ctx.device : kCPU;
+  return [value, where, device](const std::vector<Tensor>& in) {
     Shape s = int_values(in[0]);
     for (int64_t d : s)
       if (d < 0) throw ShapeError(where + ": shape " + shape_str(s) + " has a negative size");
-    Tensor out = empty(s, value.dtype());
+    Tensor out = empty(s, TensorOptions(value.dtype(), device));
     out.copy_(value.reshape({}).expand(s));
     return one(out);
   };

@@ -214,6 +214,7 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
     ctx.op_type = node.op_type();
     ctx.name = node.name().empty() ? std::string("#") + std::to_string(i) : node.name();
     ctx.opset = plan->opset;
+    ctx.device = device;
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       throw NotImplementedError("ONNX op '" + node.op_type() + "' of domain '" + node.domain() + "' (node '" +
                                 ctx.name + "') is not supported");

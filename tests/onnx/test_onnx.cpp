@@ -189,6 +189,51 @@ TEST_CASE("onnx: values computed from input shapes are reused, values from data 
   }
 }
 
+TEST_CASE("onnx: on another device, host constants and values made by steps meet device tensors", "[onnx][device]") {
+  // Plans keep integer constants on the host. On `emu` (a device of its own with
+  // the CPU's kernels) every step must still find its inputs on one device:
+  // ConstantOfShape's float output feeding an Add and a MatMul, and an int64
+  // MatMul of a graph input with an int64 initializer.
+  ::onnx::ModelProto m = new_model("mixed");
+  auto* g = m.mutable_graph();
+  set_input(g->add_input(), "x", {std::string("N"), int64_t{3}});
+  set_input(g->add_input(), "k", {int64_t{2}, int64_t{2}});
+  g->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
+  set_input(g->add_output(), "y", {std::string("N"), int64_t{2}});
+  set_input(g->add_output(), "zeros", {std::string("N"), int64_t{3}});
+  set_input(g->add_output(), "kk", {int64_t{2}, int64_t{2}});
+  g->mutable_output(2)->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(::onnx::TensorProto::FLOAT);
+  w->add_dims(3);
+  w->add_dims(2);
+  for (float v : {0.5f, -1.0f, 2.0f, 0.25f, -0.75f, 1.5f}) w->add_float_data(v);
+  auto* wi = g->add_initializer();
+  wi->set_name("Wi");
+  wi->set_data_type(::onnx::TensorProto::INT64);
+  wi->add_dims(2);
+  wi->add_dims(2);
+  for (int64_t v : {3, -1, 2, 5}) wi->add_int64_data(v);
+  add_node(g, "Shape", {"x"}, {"shape"});
+  add_node(g, "ConstantOfShape", {"shape"}, {"zeros"});  // float 0 by default
+  add_node(g, "Add", {"x", "zeros"}, {"x0"});
+  add_node(g, "MatMul", {"x0", "W"}, {"y"});
+  add_node(g, "MatMul", {"k", "Wi"}, {"kk"});
+  const std::string bytes = bytes_of(m);
+  const Tensor x = tensor(std::vector<float>{1, 2, 3, -1, 0.5f, 4}, {2, 3});
+  const Tensor k = tensor(std::vector<int64_t>{1, 2, -3, 4}, {2, 2});
+  const auto on_cpu = ember::onnx::load_from_string(bytes).run({x, k});
+  const auto on_emu = ember::onnx::load_from_string(bytes, Device("emu:0")).run({x, k});
+  REQUIRE(on_emu.size() == 3);
+  for (const Tensor& t : on_emu) CHECK(t.device() == Device("emu:0"));
+  CHECK(on_emu[0].cpu().to_vector<float>() == on_cpu[0].to_vector<float>());
+  CHECK(on_emu[1].cpu().to_vector<float>() == std::vector<float>(6, 0.0f));
+  // [[1, 2], [-3, 4]] @ [[3, -1], [2, 5]], by hand.
+  CHECK(on_emu[2].cpu().to_vector<int64_t>() == std::vector<int64_t>{7, 9, -1, 23});
+  CHECK(on_cpu[2].to_vector<int64_t>() == std::vector<int64_t>{7, 9, -1, 23});
+}
+
 TEST_CASE("onnx: one model runs from several threads at once", "[onnx]") {
   ember::onnx::Model m = ember::onnx::load_from_string(bytes_of(linear_relu_model()));
   Tensor x = randn({64, 3});
