@@ -370,7 +370,7 @@ TEST_CASE("the int8 GEMM and dynamic Linear with more than 65535 row tiles", "[c
   CHECK(wrong == 0);
 
   // The whole layer at that batch against the CPU layer: same codes, same int32 sums,
-  // only the float epilogue's rounding may differ (as tests/quant/test_quant_cuda.cpp).
+  // only the float epilogue's rounding may differ (as tests/cuda/test_quant.cpp).
   manual_seed(48);
   nn::Linear lin(k, n, true);
   auto q_cpu = quant::DynamicQuantizedLinear::from_float(lin, quant::QScheme::PerChannel);
