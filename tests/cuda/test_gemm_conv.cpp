@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "cuda/both.h"
+#include "cuda/int8_sums.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_int8.h"
@@ -355,19 +356,7 @@ TEST_CASE("the int8 GEMM and dynamic Linear with more than 65535 row tiles", "[c
   int8_t* wp = w.data_ptr<int8_t>();
   for (int64_t i = 0; i < m * kp; ++i) ap[i] = uint8_t(ua(g));
   for (int64_t i = 0; i < n * kp; ++i) wp[i] = int8_t(uw(g));
-  const Tensor ad = a.to(kCuda), wd = w.to(kCuda);
-  Tensor cd = full({m, n}, -1, {kInt32, kCuda});
-  cuda::gemm_int8_s32(m, n, kp, ad.data_ptr<uint8_t>(), wd.data_ptr<int8_t>(), cd.data_ptr<int32_t>(),
-                      cuda::stream(0));
-  const std::vector<int32_t> got = cd.to_vector<int32_t>();
-  int64_t wrong = 0;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      int32_t s = 0;  // at most 16 * 255 * 128: no overflow
-      for (int64_t p = 0; p < kp; ++p) s += int32_t(ap[i * kp + p]) * wp[j * kp + p];
-      wrong += got[size_t(i * n + j)] != s;
-    }
-  CHECK(wrong == 0);
+  CHECK(cuda_test::wrong_int8_sums(a, w, m, n, kp) == 0);
 
   // The whole layer at that batch against the CPU layer: same codes, same int32 sums,
   // only the float epilogue's rounding may differ (as tests/cuda/test_quant.cpp).
