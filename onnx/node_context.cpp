@@ -70,7 +70,7 @@ std::vector<int64_t> int_values(const Tensor& t) {
   return t.to(kInt64).to_vector<int64_t>();
 }
 
-std::vector<Tensor> on_one_device(const std::vector<Tensor>& inputs) {
+const std::vector<Tensor>& on_one_device(const std::vector<Tensor>& inputs, std::vector<Tensor>& moved) {
   const Tensor* off_host = nullptr;
   for (const Tensor& t : inputs)
     if (t.defined() && !t.device().is_cpu()) {
@@ -78,11 +78,10 @@ std::vector<Tensor> on_one_device(const std::vector<Tensor>& inputs) {
       break;
     }
   if (!off_host) return inputs;
-  std::vector<Tensor> out;
-  out.reserve(inputs.size());
+  moved.reserve(inputs.size());
   for (const Tensor& t : inputs)
-    out.push_back(t.defined() && t.device().is_cpu() ? t.to(off_host->device()) : t);
-  return out;
+    moved.push_back(t.defined() && t.device().is_cpu() ? t.to(off_host->device()) : t);
+  return moved;
 }
 
 int64_t normalize_axis(const std::string& where, int64_t axis, int64_t rank) {

@@ -88,7 +88,9 @@ std::vector<int64_t> int_values(const Tensor& t);
 // host, where most readers want them as numbers; an op that computes with such a
 // constant and a value on the model's device (Add of an int64 input and an int64
 // initializer, Where with an integer branch) brings the constant over here.
-std::vector<Tensor> on_one_device(const std::vector<Tensor>& inputs);
+// Returns `inputs` itself when nothing moves (no copy, no allocation on the CPU's
+// path), else `moved`, filled.
+const std::vector<Tensor>& on_one_device(const std::vector<Tensor>& inputs, std::vector<Tensor>& moved);
 // Axis `axis` of a rank-`rank` tensor, negative counted from the end; ShapeError
 // "<where>: axis 5 is out of range for a rank-4 input" otherwise.
 int64_t normalize_axis(const std::string& where, int64_t axis, int64_t rank);

@@ -77,7 +77,8 @@ OpFn build_prelu(const NodeContext&) {
   // older opsets it is [C] or [C, 1, ...] against [N, C, ...], which the rule
   // below also aligns: a 1-D slope of length C is matched to dim 1.
   return [](const std::vector<Tensor>& given) {
-    const std::vector<Tensor> in = on_one_device(given);  // an integer slope (opset 16) is a host constant
+    std::vector<Tensor> moved;
+    const std::vector<Tensor>& in = on_one_device(given, moved);  // an integer slope (opset 16) is a host constant
     const Tensor& x = in[0];
     Tensor slope = in[1];
     if (slope.dim() == 1 && x.dim() > 2 && slope.size(0) == x.size(1) && slope.size(0) != x.size(-1)) {
@@ -128,7 +129,8 @@ OpFn binary(const NodeContext& ctx) {
   bool legacy = ctx.opset < 7 && ctx.get_int("broadcast", 0) != 0;
   int64_t axis = legacy && ctx.has("axis") ? ctx.get_int("axis", 0) : -1;
   return [legacy, axis](const std::vector<Tensor>& given) {
-    const std::vector<Tensor> in = on_one_device(given);
+    std::vector<Tensor> moved;
+    const std::vector<Tensor>& in = on_one_device(given, moved);
     Tensor b = align_legacy(legacy, axis, in[0], in[1]);
     return std::vector<Tensor>{F(in[0], b)};
   };
@@ -157,7 +159,8 @@ template <Fn2 F>
 OpFn variadic(const NodeContext& ctx) {
   if (ctx.present.empty()) ctx.invalid("needs at least one input");
   return [](const std::vector<Tensor>& given) {
-    const std::vector<Tensor> in = on_one_device(given);
+    std::vector<Tensor> moved;
+    const std::vector<Tensor>& in = on_one_device(given, moved);
     Tensor acc = in[0];
     for (size_t i = 1; i < in.size(); ++i) acc = F(acc, in[i]);
     return std::vector<Tensor>{acc};
@@ -167,7 +170,8 @@ OpFn variadic(const NodeContext& ctx) {
 OpFn build_mean(const NodeContext& ctx) {
   if (ctx.present.empty()) ctx.invalid("needs at least one input");
   return [](const std::vector<Tensor>& given) {
-    const std::vector<Tensor> in = on_one_device(given);
+    std::vector<Tensor> moved;
+    const std::vector<Tensor>& in = on_one_device(given, moved);
     Tensor acc = in[0];
     for (size_t i = 1; i < in.size(); ++i) acc = add(acc, in[i]);
     return std::vector<Tensor>{div(acc, static_cast<double>(in.size()))};
@@ -180,7 +184,8 @@ OpFn build_not(const NodeContext&) {
 
 OpFn build_where(const NodeContext&) {
   return [](const std::vector<Tensor>& given) {
-    const std::vector<Tensor> in = on_one_device(given);
+    std::vector<Tensor> moved;
+    const std::vector<Tensor>& in = on_one_device(given, moved);
     return std::vector<Tensor>{where(in[0].to(kBool), in[1], in[2])};
   };
 }

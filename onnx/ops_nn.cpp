@@ -498,7 +498,8 @@ OpFn build_gemm(const NodeContext& ctx) {
   double alpha = ctx.get_float("alpha", 1.0), beta = ctx.get_float("beta", 1.0);
   bool ta = ctx.get_int("transA", 0) != 0, tb = ctx.get_int("transB", 0) != 0;
   return [=](const std::vector<Tensor>& given) {
-    const std::vector<Tensor> in = on_one_device(given);
+    std::vector<Tensor> moved;
+    const std::vector<Tensor>& in = on_one_device(given, moved);
     Tensor a = ta ? in[0].t() : in[0], b = tb ? in[1].t() : in[1];
     // The bias, when there is one, is the GEMM's starting C (addmm).
     return one(addmm(in.size() > 2 ? in[2] : Tensor(), a, b, beta, alpha));
@@ -507,7 +508,8 @@ OpFn build_gemm(const NodeContext& ctx) {
 
 OpFn build_matmul(const NodeContext&) {
   return [](const std::vector<Tensor>& given) {
-    const std::vector<Tensor> in = on_one_device(given);  // integer MatMul with an int initializer
+    std::vector<Tensor> moved;
+    const std::vector<Tensor>& in = on_one_device(given, moved);  // integer MatMul with an int initializer
     return one(matmul(in[0], in[1]));
   };
 }

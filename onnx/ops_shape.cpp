@@ -149,7 +149,8 @@ OpFn build_concat(const NodeContext& ctx) {
   return [axis, where](const std::vector<Tensor>& in) {
     int64_t a = normalize_axis(where, axis, in[0].dim());
     // Zero-length inputs take part in no copy but still pass shape checks.
-    return one(cat(on_one_device(in), a));
+    std::vector<Tensor> moved;
+    return one(cat(on_one_device(in, moved), a));
   };
 }
 
@@ -326,7 +327,8 @@ OpFn build_gather(const NodeContext& ctx) {
 OpFn build_range(const NodeContext& ctx) {
   std::string where = ctx.where();
   return [where](const std::vector<Tensor>& given) {
-    const std::vector<Tensor> in = on_one_device(given);
+    std::vector<Tensor> moved;
+    const std::vector<Tensor>& in = on_one_device(given, moved);
     DType t = in[0].dtype();
     Scalar start = in[0].item(), limit = in[1].item(), delta = in[2].item();
     double d = delta.to<double>();
