@@ -152,7 +152,12 @@ struct VarState {
     s2 += d * d;
   }
   __device__ A mean() const { return shift + s1 / static_cast<A>(n); }
-  __device__ A m2() const { return max(A(0), s2 - s1 * s1 / static_cast<A>(n)); }
+  // Clamped at 0 by a comparison, not max(): CUDA's max() is fmax, which would turn a
+  // NaN (a NaN or inf input) into 0 where the CPU and PyTorch give NaN.
+  __device__ A m2() const {
+    const A v = s2 - s1 * s1 / static_cast<A>(n);
+    return v < A(0) ? A(0) : v;
+  }
   __device__ void merge(const VarState& o) {
     if (o.n == 0) return;
     if (n == 0) {
@@ -200,7 +205,11 @@ struct ExtremeState {
   __device__ ExtremeState shuffled(int m) const { return {shfl_xor(best, m), shfl_xor(pos, m)}; }
 };
 
-template <class T> using sum_t = std::conditional_t<is_floating_v<T>, acc_t<T>, int64_t>;
+// Sums and variances of every floating dtype accumulate in double, as the CPU's do
+// (kernels/cpu/reduce_runs.h): a thread may add a whole reduced range in one chain
+// (no split when there are many outputs), and a float chain of 1e5 terms would lose
+// about 1e-3 of the result. The reductions stay memory-bound in double.
+template <class T> using sum_t = std::conditional_t<is_floating_v<T>, double, int64_t>;
 
 // Where the finished States go: `out`/`indices` as the op says, or, when the
 // reduced range is split, partial[split * out_numel + o].
@@ -218,7 +227,8 @@ __device__ void finish(const SumState<A>& s, const Sink<SumState<A>>& k, int64_t
   if constexpr (is_floating_v<T>) {
     A v = s.sum;
     if (k.op == ReduceOp::mean) v = count ? s.sum / static_cast<A>(count) : A(NAN);
-    static_cast<T*>(k.out)[off] = from_acc<T>(v);
+    // double -> acc_t -> T, the CPU's two roundings
+    static_cast<T*>(k.out)[off] = from_acc<T>(static_cast<acc_t<T>>(v));
   } else {
     static_cast<int64_t*>(k.out)[off] = s.sum;  // integral sums are int64
   }
@@ -227,7 +237,7 @@ template <class T, class A>
 __device__ void finish(const VarState<A>& s, const Sink<VarState<A>>& k, int64_t count, int64_t off) {
   const int64_t dof = count - k.correction;
   const A m2 = s.n ? s.m2() : A(0);
-  static_cast<T*>(k.out)[off] = from_acc<T>(dof > 0 ? m2 / static_cast<A>(dof) : A(NAN));
+  static_cast<T*>(k.out)[off] = from_acc<T>(static_cast<acc_t<T>>(dof > 0 ? m2 / static_cast<A>(dof) : A(NAN)));
 }
 template <class T, class A, bool Max>
 __device__ void finish(const ExtremeState<A, Max>& s, const Sink<ExtremeState<A, Max>>& k, int64_t, int64_t off) {
@@ -416,7 +426,7 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
       }
       case ReduceOp::var: {
         if constexpr (is_floating_v<T>) {
-          using S = VarState<acc_t<T>>;
+          using S = VarState<double>;
           return run<T>(g, src, Sink<S>{out, indices, nullptr, op, correction}, S{}, stream);
         } else {
           throw DTypeError(std::string("cuda::reduce: var needs a floating dtype, got ") + dtype_name(dt));

@@ -322,8 +322,9 @@ Tensor magnitude(const std::string& op, const Tensor& x, const Shape& dims, bool
   return a.mean(dims, keepdim);
 }
 
-// Accumulation error allowed per unit of magnitude: float64 accumulates in float64,
-// every other floating dtype in float32 (then rounds once).
+// Accumulation error allowed per unit of magnitude: every floating dtype accumulates
+// in double on both devices (kernels/cuda/reduce.cu, kernels/cpu/reduce_runs.h); the
+// allowance for the narrower dtypes is float32's, the rounding of the result.
 double accumulation_k(DType dt) { return dt == kFloat64 ? 1e-13 : 1e-5; }
 
 }  // namespace
@@ -484,6 +485,48 @@ TEST_CASE("full reductions of a large tensor (1<<22 elements) on CUDA match the 
     cuda_test::check_op([&](bool gpu) { return std::vector<Tensor>{pick(m, gpu).argmax(dim)}; },
                         [](DType) { return cuda_test::kExact; });
   }
+}
+
+TEST_CASE("sum, mean and var on CUDA give NaN and infinities where the CPU does", "[cuda][ops][reduce]") {
+  // One special value planted in small integers, on every schedule: a short row, a
+  // block per row with split partials merged (20000 elements), columns (dim 0) and
+  // rows (dim 1) of [300, 64]. A variance over a NaN or an infinity is NaN (PyTorch's
+  // answer); an output whose terms are all finite stays finite.
+  struct Planted {
+    Shape shape;
+    Shape dims;
+    int64_t at;  // flat position of the special value
+  };
+  const std::vector<Planted> cases = {
+      {{3}, {}, 1}, {{20000}, {}, 13000}, {{300, 64}, {0}, 200 * 64 + 5}, {{64, 300}, {1}, 7 * 300 + 250}};
+  std::mt19937_64 rng(23);
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
+    for (double special : {double(NAN), double(INFINITY), -double(INFINITY)})
+      for (const Planted& pc : cases) {
+        INFO(ref::str(dt) << ref::str(pc.shape) << " dims " << ref::str(pc.dims) << " with " << special);
+        std::vector<double> v = ref::random_values(ref::numel(pc.shape), kInt8, rng, -3, 3);
+        v[pc.at] = special;
+        const Both x = cuda_test::both_of(ref::make(pc.shape, dt, v));
+        const Tensor var_cpu = x.cpu.var(pc.dims, 1, false);
+        // The CPU's answer is PyTorch's: NaN wherever a special value was reduced.
+        const ref::Array vc = ref::read(var_cpu);
+        int64_t nans = 0;
+        for (double e : vc.v) nans += std::isnan(e) ? 1 : 0;
+        CHECK(nans == 1);
+        for (const std::string op : {"sum", "mean", "var"}) {
+          INFO(op);
+          auto f = [&](const Tensor& t) {
+            if (op == "sum") return t.sum(pc.dims, false);
+            if (op == "mean") return t.mean(pc.dims, false);
+            return t.var(pc.dims, 1, false);
+          };
+          const Tensor want = f(x.cpu);
+          const Tensor mag = magnitude(op, x.cpu, pc.dims, false);
+          CHECK(cuda_test::diff_within(f(x.gpu), want,
+                                       cuda_test::allowance(want, cuda_test::tol_for(dt), accumulation_k(dt), mag)) ==
+                "");
+        }
+      }
 }
 
 // ------------------------------------------------------------------ softmax ----
