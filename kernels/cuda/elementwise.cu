@@ -128,7 +128,7 @@ __device__ __forceinline__ Pack<T, V> splat(T v) {
 
 // A Pack of operand data: loaded from p[j], or the scalar p[0] repeated.
 template <class T, int V>
-__device__ __forceinline__ Pack<T, V> load_pack(const T* __restrict__ p, bool scalar, T s, int64_t j) {
+__device__ __forceinline__ Pack<T, V> load_pack(const T* p, bool scalar, T s, int64_t j) {
   return scalar ? splat<T, V>(s) : reinterpret_cast<const Pack<T, V>*>(p)[j];
 }
 
@@ -210,7 +210,7 @@ __device__ __forceinline__ void for_each_strided(const StridedArgs<N>& a, int64_
 
 template <class T, class F>
 __global__ void __launch_bounds__(kBlockThreads)
-    unary_contiguous(T* __restrict__ out, const T* __restrict__ in, int64_t n, F f) {
+    unary_contiguous(T* out, const T* in, int64_t n, F f) {
   constexpr int V = 16 / sizeof(T);
   using P = Pack<T, V>;
   for_each_pack(
@@ -254,7 +254,7 @@ using binary_out_t = std::conditional_t<std::is_same_v<decltype(F{}(acc_t<T>{}, 
 
 template <class T, class F>
 __global__ void __launch_bounds__(kBlockThreads)
-    binary_contiguous(binary_out_t<T, F>* __restrict__ out, const T* __restrict__ a, const T* __restrict__ b,
+    binary_contiguous(binary_out_t<T, F>* out, const T* a, const T* b,
                       int64_t n, bool a_scalar, bool b_scalar, T a_value, T b_value, F f) {
   using Out = binary_out_t<T, F>;
   constexpr int V = 16 / sizeof(T);
@@ -308,8 +308,8 @@ void launch_binary(const StridedLoop& L, cudaStream_t stream, F f) {
 
 template <class T>
 __global__ void __launch_bounds__(kBlockThreads)
-    where_contiguous(T* __restrict__ out, const bool* __restrict__ cond, const T* __restrict__ a,
-                     const T* __restrict__ b, int64_t n, bool c_scalar, bool a_scalar, bool b_scalar, bool c_value,
+    where_contiguous(T* out, const bool* cond, const T* a,
+                     const T* b, int64_t n, bool c_scalar, bool a_scalar, bool b_scalar, bool c_value,
                      T a_value, T b_value) {
   constexpr int V = 16 / sizeof(T);
   using P = Pack<T, V>;
@@ -368,7 +368,9 @@ template <class T> using cu_limits = ::cuda::std::numeric_limits<T>;
 // float, float -> integer saturates with NaN -> 0 (defined, unlike a C++ cast).
 template <class D, class S>
 __device__ __forceinline__ D convert(S x) {
-  if constexpr (is_half_v<S>) {
+  if constexpr (std::is_same_v<D, S>) {
+    return x;  // a copy keeps the bits (a signalling NaN too), as the CPU's memcpy does
+  } else if constexpr (is_half_v<S>) {
     const float f = half_to_float(x);
     if constexpr (std::is_same_v<D, bool>) return f != 0.0f;
     else if constexpr (is_half_v<D>) return half_from_float<D>(f);
