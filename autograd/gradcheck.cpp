@@ -1,6 +1,7 @@
 // gradcheck (see gradcheck.h). The numerical Jacobian perturbs one element of a
 // private contiguous copy of each input at a time; the analytical one runs
-// backward once per output element with a one-hot output gradient.
+// backward once per output element with a one-hot output gradient. Inputs may live
+// on any device: values cross to the host only through copies (to_vector, to()).
 #include "autograd/gradcheck.h"
 
 #include <cmath>
@@ -11,6 +12,17 @@
 #include "tensor/ops.h"
 
 namespace ember::autograd {
+namespace {
+
+// Writes v into element k (row-major) of the contiguous float64 tensor x: through its
+// pointer on the CPU, by a one-element fill elsewhere (the host cannot write a GPU's
+// memory).
+void set_element(Tensor& x, int64_t k, double v) {
+  if (x.device().is_cpu()) x.data_ptr<double>()[k] = v;
+  else x.reshape({-1}).select(0, k).fill_(v);
+}
+
+}  // namespace
 
 bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
                const GradcheckOptions& options, std::string* why) {
@@ -35,6 +47,7 @@ bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const
         if (x.requires_grad()) x.set_grad(Tensor());
       Tensor onehot = zeros(y.shape(), kFloat64);
       onehot.data_ptr<double>()[j] = 1.0;
+      if (!y.device().is_cpu()) onehot = onehot.to(y.device());
       backward({y}, {onehot}, /*retain_graph=*/true);
       for (size_t i = 0; i < xs.size(); ++i) {
         if (!xs[i].requires_grad() || !xs[i].grad().defined()) continue;
@@ -47,14 +60,14 @@ bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const
   NoGradGuard no_grad;
   for (size_t i = 0; i < xs.size(); ++i) {
     if (!xs[i].requires_grad()) continue;
-    double* p = xs[i].data_ptr<double>();
+    const std::vector<double> values = xs[i].contiguous().to_vector<double>();
     for (int64_t k = 0; k < xs[i].numel(); ++k) {
-      const double orig = p[k];
-      p[k] = orig + options.eps;
+      const double orig = values[static_cast<size_t>(k)];
+      set_element(xs[i], k, orig + options.eps);
       std::vector<double> plus = f(xs).contiguous().to_vector<double>();
-      p[k] = orig - options.eps;
+      set_element(xs[i], k, orig - options.eps);
       std::vector<double> minus = f(xs).contiguous().to_vector<double>();
-      p[k] = orig;
+      set_element(xs[i], k, orig);
       for (int64_t j = 0; j < ny; ++j) {
         const double numerical = (plus[j] - minus[j]) / (2 * options.eps);
         const double a = analytical[i][k * ny + j];

@@ -21,8 +21,9 @@ struct GradcheckOptions {
   double rtol = 1e-3;
 };
 
-// `f` maps the inputs to one output. Inputs must be float64; those that require
-// grad are checked. Returns true when every Jacobian entry agrees; otherwise false,
+// `f` maps the inputs to one output. Inputs must be float64, on any one device (CUDA
+// too: the perturbations are one-element fills there); those that require grad are
+// checked. Returns true when every Jacobian entry agrees; otherwise false,
 // with the first disagreement described in *why.
 bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
                const GradcheckOptions& options = {}, std::string* why = nullptr);

@@ -3,11 +3,13 @@
 // and backward (stride, padding, dilation, groups), max and average pooling forward
 // and backward (padding, ceil_mode), cross_entropy and nll_loss forward and backward
 // (ignore_index, bad targets), dropout, and the fused SGD and Adam/AdamW steps over
-// several steps. Sums of products are compared with an allowance proportional to the
+// several steps, and gradcheck (finite differences in float64) of layer ops on CUDA
+// inputs. Sums of products are compared with an allowance proportional to the
 // sum of the absolute values of the terms (docs/numerics.md, "CUDA against CPU").
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/gradcheck.h"
 #include "cuda/both.h"
 #include "nn/nn.h"
 
@@ -433,4 +435,34 @@ TEST_CASE("fused SGD and Adam/AdamW steps on CUDA follow the CPU optimizer", "[c
         else CHECK(ref::compare(sg[i].second, ref::read(sc[i].second), cuda_test::kExact) == "");
       }
     }
+}
+
+// The CUDA backward kernels against finite differences of the CUDA forward kernels,
+// in float64: gradcheck perturbs the inputs on the GPU itself.
+TEST_CASE("gradcheck of layer ops on CUDA inputs", "[cuda][nn_ops][gradcheck]") {
+  manual_seed(41);
+  auto on_gpu = [](const Shape& s) { return randn(s, kFloat64).to(kCuda).requires_grad_(true); };
+  const std::vector<std::pair<const char*, std::function<Tensor(const std::vector<Tensor>&)>>> rows = {
+      {"matmul + tanh", [](const auto& x) { return matmul(x[0], x[1]).tanh(); }},
+      {"conv2d, stride 2, padding 1, bias",
+       [](const auto& x) { return F::conv2d(x[0], x[2], x[3], {2, 2}, {1, 1}); }},
+      {"max_pool2d", [](const auto& x) { return F::max_pool2d(x[0], {2, 2}); }},
+      {"log_softmax", [](const auto& x) { return x[1].log_softmax(1); }},
+      {"layer_norm", [](const auto& x) { return layer_norm(x[1], {2}); }},
+      {"cross_entropy", [](const auto& x) {
+         return F::cross_entropy(x[1].reshape({4, 4}), tensor(std::vector<int64_t>{1, 0, 3, 2}).to(kCuda));
+       }},
+  };
+  // Images [2, 2, 4, 4] (also a batch of 4 x 4 matrices), [2, 2, 4, 2] (matrices and
+  // rows), a conv weight [3, 2, 3, 3] and its bias. A row perturbs the inputs it does
+  // not use too; their gradients are 0 both ways.
+  const std::vector<Tensor> inputs = {on_gpu({2, 2, 4, 4}), on_gpu({2, 2, 4, 2}), on_gpu({3, 2, 3, 3}),
+                                      on_gpu({3})};
+  for (const auto& [name, f] : rows) {
+    INFO(name);
+    std::string why;
+    CHECK(autograd::gradcheck(f, inputs, {}, &why));
+    INFO(why);
+    CHECK(why.empty());
+  }
 }

@@ -178,6 +178,30 @@ TEST_CASE("training-shaped work on emu moves no number to the device", "[emu][sc
   check_same(w.grad(), w_ref.grad());
 }
 
+// Finding: gradcheck wrote its perturbations and its one-hot output gradient through
+// host pointers, which a GPU's memory does not take (emu's host memory hid it). It
+// now fills device elements by ops; the inputs stay on their device throughout.
+TEST_CASE("gradcheck of emu inputs perturbs them on emu, and still catches a wrong gradient", "[emu][autograd]") {
+  EmuState state;
+  manual_seed(9);
+  const Tensor a = randn({3, 4}, kFloat64).to(kEmu1).requires_grad_(true);
+  const Tensor b = randn({4, 2}, kFloat64).to(kEmu1).requires_grad_(true);
+  int calls_off_emu = 0;
+  auto f = [&](const std::vector<Tensor>& x) {
+    for (const Tensor& t : x) calls_off_emu += t.device() == kEmu1 ? 0 : 1;
+    return (matmul(x[0], x[1]).tanh() * x[0].sum()).sum(std::vector<int64_t>{0});
+  };
+  std::string why;
+  CHECK(autograd::gradcheck(f, {a, b}, {}, &why));
+  CHECK(why.empty());
+  CHECK(calls_off_emu == 0);
+  // The same check on the CPU gives the same verdict, and a wrong gradient fails on emu.
+  CHECK(autograd::gradcheck(f, {a.cpu().requires_grad_(true), b.cpu().requires_grad_(true)}));
+  auto wrong = [](const std::vector<Tensor>& x) { return x[0] * x[0].detach(); };
+  CHECK_FALSE(autograd::gradcheck(wrong, {a}, {}, &why));
+  CHECK(why.find("Jacobian mismatch") != std::string::npos);
+}
+
 // Finding: an op on device 1 made device 1 current for good, so a later bare "emu"
 // (or "cuda") meant device 1. Ops hold their device for their own scope only.
 TEST_CASE("ops on emu:1 leave the thread's current device as they found it", "[emu][guard]") {
