@@ -87,8 +87,11 @@ DistributedDataParallel::~DistributedDataParallel() = default;
 // mismatch the descriptions themselves, padded to the longest.
 void DistributedDataParallel::check_same_model() {
   const std::string mine = join_lines(model_entries(*module_, bucket_bytes_of(options_)));
+  // Made on the host, gathered on the group's device (NCCL takes CUDA tensors only),
+  // read back through copies.
+  const Device dev = group_.collective_device();
   Tensor summary = tensor(std::vector<int64_t>{fnv1a(mine), static_cast<int64_t>(mine.size())});
-  Tensor all = group_.all_gather(summary);
+  Tensor all = group_.all_gather(summary.to(dev));
   const auto v = all.to_vector<int64_t>();
   bool same = true;
   int64_t longest = 0;
@@ -99,7 +102,7 @@ void DistributedDataParallel::check_same_model() {
   if (same) return;
   Tensor text = zeros({longest}, {kUInt8});
   std::copy(mine.begin(), mine.end(), text.data_ptr<uint8_t>());
-  Tensor texts = group_.all_gather(text);
+  Tensor texts = group_.all_gather(text.to(dev)).cpu();
   auto entries_of = [&](int r) {
     const uint8_t* p = texts.data_ptr<uint8_t>() + r * longest;
     return split_lines(std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(v[2 * r + 1])));

@@ -20,6 +20,7 @@ class MpiProcessGroup : public ProcessGroup {
   // Collective over every process the launcher started.
   static std::unique_ptr<MpiProcessGroup> create(std::chrono::milliseconds timeout);
   ~MpiProcessGroup() override;
+  Device collective_device() const override { return kCPU; }
 
  protected:
   void check_device(const Tensor& t, const char* collective) const override;

@@ -38,6 +38,12 @@ struct NcclState {
   std::chrono::milliseconds timeout{0};  // the group's, as it was when the group was destroyed
 
   ~NcclState() {
+    // A program that exits without destroy_process_group() reaches here from the
+    // default group's static destructor, which may run after the CUDA runtime has
+    // shut down (it registers its teardown after Ember's statics). Then nothing can
+    // be released, and DeviceScope would throw from a destructor: leave it to exit.
+    int current = 0;
+    if (cudaGetDevice(&current) == cudaErrorCudartUnloading) return;
     cuda::DeviceScope scope(device);
     if (comm && !aborted) {
       // Finalizing flushes the communicator's work with the peers; a peer that died
@@ -146,6 +152,7 @@ void run_nccl_collective(NcclState& s, Collective& c, Watchdog& wd) {
       const cudaError_t q = cudaEventQuery(s.done);
       if (q == cudaSuccess) break;
       if (q != cudaErrorNotReady) EMBER_CUDA_CHECK(q);
+      cudaGetLastError();  // "not ready" must not linger as this thread's last error
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(s.comm, &async);
       if (async != ncclSuccess && async != ncclInProgress)

@@ -28,6 +28,7 @@ class NcclProcessGroup : public ProcessGroup {
   ~NcclProcessGroup() override;
   // The CUDA device this rank's tensors must be on.
   int device() const;
+  Device collective_device() const override { return Device(DeviceType::CUDA, device()); }
 
  protected:
   void check_device(const Tensor& t, const char* collective) const override;

@@ -70,6 +70,9 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int size() const { return size_; }
   Backend backend() const { return backend_; }
+  // The device this rank's collectives take tensors on: the CPU for MPI, the rank's
+  // GPU for NCCL. Code that gathers host data (DDP's model check) moves it there.
+  virtual Device collective_device() const = 0;
   // How long a collective may take from the moment this rank starts it.
   void set_timeout(std::chrono::milliseconds timeout);
   std::chrono::milliseconds timeout() const;

@@ -19,8 +19,11 @@ namespace {
 
 void check_status(cudaError_t status, const char* call, const char* file, int line) {
   if (status == cudaSuccess) return;
+  // Clear the thread's last error: a caller that catches this and goes on would
+  // otherwise see it again at the next launch check (EMBER_CUDA_CHECK_LAUNCH reads
+  // cudaGetLastError) and blame an unrelated kernel. Sticky errors stay regardless.
+  cudaGetLastError();
   if (status == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // not sticky: clear it so the next call does not see it
     throw OutOfMemoryError(std::string("CUDA out of memory in ") + call + " at " + file + ":" + std::to_string(line));
   }
   raise(call, cudaGetErrorString(status), cudaGetErrorName(status), file, line);
