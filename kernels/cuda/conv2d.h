@@ -36,8 +36,8 @@ void conv2d_backward_weight_native(DType dt, const Conv2dShape& s, const void* g
                                    cudaStream_t stream);
 
 // cuDNN (cudnn_conv.cpp). Shapes cuDNN cannot take (empty tensors, sizes past int
-// range, descriptors or an algorithm query cuDNN refuses, no algorithm within the
-// workspace limit) run the native kernels instead. A half-type forward with a bias
+// range, descriptors or an algorithm query cuDNN refuses, no algorithm that runs
+// within the workspace limit) run the native kernels instead. A half-type forward with a bias
 // rounds once, as the native one: cuDNN convolves float32 copies of x and the weight
 // into float32, then conv2d_add_bias_round adds the bias and rounds.
 // Without cuDNN in the build these throw NotImplementedError.

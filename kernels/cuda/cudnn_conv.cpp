@@ -1,17 +1,21 @@
 // 2-D convolution through cuDNN's legacy API (cudnnConvolutionForward, BackwardData,
-// BackwardFilter, BackwardBias), and the default entry points that choose between it
+// BackwardFilter, AddTensor), and the default entry points that choose between it
 // and the native kernels (conv2d.h).
 //
-// Per call: descriptors for x, y, the filter and the convolution; an algorithm from
-// cuDNN's heuristics (cudnnGet*Algorithm_v7, the first that succeeds within
-// kMaxWorkspaceBytes of workspace); the workspace from the caching allocator. float32
-// and float64 ask for FMA math only (no TF32, matching the CPU to float32 rounding);
-// float16 and bfloat16 for tensor-core math with float32 accumulation. One cuDNN
-// handle per device, created on first use, used under the device's lock because its
-// stream is per-handle state. Whatever cuDNN refuses (a descriptor, the algorithm
-// query, every algorithm) runs the native kernels instead. A half-type forward with
-// a bias convolves float32 copies and rounds once while adding the bias (see
-// conv2d_forward_cudnn).
+// Per call: descriptors for x, y, the filter and the convolution; cuDNN's heuristic
+// list of algorithms (cudnnGet*Algorithm_v7), tried in its order until one runs:
+// an algorithm whose workspace (at most kMaxWorkspaceBytes, from the caching
+// allocator) cannot be had, or that cuDNN refuses at execution (v7 heuristics do
+// offer some that then fail), passes to the next. float32 and float64 ask for FMA
+// math only (no TF32, matching the CPU to float32 rounding); float16 and bfloat16 for
+// tensor-core math with float32 accumulation, and no Winograd or FFT algorithm (they
+// keep transformed tiles in the half type, an error the bounds in docs/numerics.md
+// do not allow). One cuDNN handle per device, created on first use, used under the
+// device's lock because its stream is per-handle state. Whatever cuDNN refuses (a
+// descriptor, the algorithm query, every algorithm) runs the native kernels instead.
+// A half-type forward with a bias convolves float32 copies and rounds once while
+// adding the bias (see conv2d_forward_cudnn). The bias gradient is Ember's own
+// deterministic reduction (conv2d_bias_grad), not cuDNN's deprecated BackwardBias.
 #include <cstdint>
 #include <string>
 
@@ -23,6 +27,7 @@
 #include <climits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "kernels/cuda/allocator.h"
@@ -105,6 +110,82 @@ struct ConvDesc {
   ConvDesc& operator=(const ConvDesc&) = delete;
 };
 
+// Which math an algorithm may use.
+enum class Math {
+  fma,         // float32/float64 data: FMA only, never TF32 (float32 results to float32 rounding)
+  tensor_ops,  // half-type data: tensor cores, float32 accumulation
+  tf32_exact,  // float32 copies of half-type data: TF32 is exact on them (a half value
+               // has 11 significant bits, a bfloat16 8, TF32 keeps 11), so tensor cores
+               // may run on the data as it is; conversion down to float16 may not
+               // (bfloat16's range), nor Winograd or FFT (their transformed values
+               // are not half values).
+};
+
+// The math type the descriptor asks the heuristics for: DEFAULT allows TF32 on this
+// GPU generation, FMA refuses it.
+cudnnMathType_t descriptor_math(Math rule) {
+  switch (rule) {
+    case Math::fma: return CUDNN_FMA_MATH;
+    case Math::tensor_ops: return CUDNN_TENSOR_OP_MATH;
+    case Math::tf32_exact: return CUDNN_DEFAULT_MATH;
+  }
+  return CUDNN_FMA_MATH;
+}
+
+// Algorithms that compute in a transformed domain (Winograd, FFT).
+bool transforms(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+// Whether `rule` lets an algorithm of the heuristic list run, and with which math
+// type (set on the descriptor before it runs).
+template <class Perf>
+bool accepts(Math rule, const Perf& p, cudnnMathType_t& math) {
+  if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kMaxWorkspaceBytes) return false;
+  math = p.mathType;
+  if (rule == Math::fma) {
+    if (math != CUDNN_FMA_MATH && math != CUDNN_DEFAULT_MATH) return false;
+    math = CUDNN_FMA_MATH;  // DEFAULT permits TF32 on this GPU; keep the algorithm but insist on FMA
+    return true;
+  }
+  return math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && !transforms(p.algo);
+}
+
+// Runs `call(algo, workspace, bytes)` (a cuDNN execution, returning its status) for
+// each algorithm of the heuristic list that `rule` accepts, in the list's order,
+// until one succeeds. False when none did: the caller runs the native kernels.
+// cuDNN checks its arguments before it launches anything, so a refused algorithm
+// has written nothing (and the next one overwrites the whole output); a failed
+// launch is cleared (cudaGetLastError) so that the next kernel is not blamed for it.
+template <class Perf, class Call>
+bool run_first_that_runs(Math rule, const Perf* perf, int count, cudnnConvolutionDescriptor_t conv, int device,
+                         cudaStream_t stream, Call call) {
+  for (int i = 0; i < count; ++i) {
+    cudnnMathType_t math;
+    if (!accepts(rule, perf[i], math)) continue;
+    if (cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS) continue;
+    std::optional<ScratchBuffer> ws;
+    try {
+      ws.emplace(perf[i].memory, device, stream);
+    } catch (const OutOfMemoryError&) {
+      continue;  // a smaller workspace may come later in the list
+    }
+    if (call(perf[i].algo, ws->get(), perf[i].memory) == CUDNN_STATUS_SUCCESS) return true;
+    cudaGetLastError();
+  }
+  return false;
+}
+
 // The descriptors of one convolution with data of type dt. `ok` is false when cuDNN
 // refused to describe it (a cudnnSet* call failed): the caller then runs the native
 // kernels, as for any shape cuDNN cannot take.
@@ -117,11 +198,11 @@ struct Descriptors {
   cudnnConvolutionDescriptor_t conv;
   bool ok;
 
-  Descriptors(DType dt, const Conv2dShape& s)
-      : x(x_.d), y(y_.d), bias(bias_.d), w(w_.d), conv(conv_.d), ok(describe(dt, s)) {}
+  Descriptors(DType dt, const Conv2dShape& s, Math rule)
+      : x(x_.d), y(y_.d), bias(bias_.d), w(w_.d), conv(conv_.d), ok(describe(dt, s, rule)) {}
 
  private:
-  bool describe(DType dt, const Conv2dShape& s) {
+  bool describe(DType dt, const Conv2dShape& s, Math rule) {
     const cudnnDataType_t t = data_type(dt);
     const cudnnStatus_t st[] = {
         cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, t, int(s.n), int(s.c_in), int(s.h), int(s.w)),
@@ -133,42 +214,13 @@ struct Descriptors {
                                         int(s.dil_h), int(s.dil_w), CUDNN_CROSS_CORRELATION,
                                         dt == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT),
         cudnnSetConvolutionGroupCount(conv, int(s.groups)),
-        cudnnSetConvolutionMathType(conv, is_half(dt) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+        cudnnSetConvolutionMathType(conv, descriptor_math(rule)),
     };
     for (cudnnStatus_t v : st)
       if (v != CUDNN_STATUS_SUCCESS) return false;
     return true;
   }
 };
-
-// Which math an algorithm may use.
-enum class Math {
-  fma,         // float32/float64 data: FMA only, never TF32 (float32 results to float32 rounding)
-  tensor_ops,  // half-type data: tensor cores, float32 accumulation
-  tf32_exact,  // float32 copies of half-type data: TF32 is exact on them (a half value
-               // has 11 significant bits, a bfloat16 8, TF32 keeps 11), so tensor cores
-               // may run; conversion down to float16 may not (bfloat16's range).
-};
-
-// The first heuristic result that ran, fits the workspace limit and uses math `rule`
-// allows; its math type is set on the descriptor.
-template <class Perf>
-bool pick(Math rule, const Perf* perf, int count, cudnnConvolutionDescriptor_t conv, Perf& out) {
-  for (int i = 0; i < count; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kMaxWorkspaceBytes) continue;
-    cudnnMathType_t math = perf[i].mathType;
-    if (rule == Math::fma) {
-      if (math != CUDNN_FMA_MATH && math != CUDNN_DEFAULT_MATH) continue;
-      math = CUDNN_FMA_MATH;  // DEFAULT permits TF32 on this GPU; keep the algorithm but insist on FMA
-    } else if (rule == Math::tf32_exact && math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
-      continue;
-    }
-    EMBER_CUDA_CHECK(cudnnSetConvolutionMathType(conv, math));
-    out = perf[i];
-    return true;
-  }
-  return false;
-}
 
 Math math_for(DType dt) { return is_half(dt) ? Math::tensor_ops : Math::fma; }
 
@@ -190,18 +242,20 @@ constexpr int kMaxAlgos = 16;
 // statuses), or no algorithm within the limits. The caller holds h's lock.
 bool forward(cudnnHandle_t h, int device, DType dt, Math rule, const Conv2dShape& s, const void* x, const void* w,
              const void* bias, void* y, cudaStream_t stream) {
-  Descriptors d(dt, s);
+  Descriptors d(dt, s, rule);
   if (!d.ok) return false;
-  cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos], best;
+  cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
   int count = 0;
   if (cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxAlgos, &count, perf) !=
       CUDNN_STATUS_SUCCESS)
     return false;
-  if (!pick(rule, perf, count, d.conv, best)) return false;
-  ScratchBuffer ws(best.memory, device, stream);
   const Scalars k(dt);
-  EMBER_CUDA_CHECK(cudnnConvolutionForward(h, k.one(), d.x, x, d.w, w, d.conv, best.algo, ws.get(), best.memory,
-                                           k.zero(), d.y, y));
+  if (!run_first_that_runs(rule, perf, count, d.conv, device, stream,
+                           [&](cudnnConvolutionFwdAlgo_t algo, void* ws, size_t bytes) {
+                             return cudnnConvolutionForward(h, k.one(), d.x, x, d.w, w, d.conv, algo, ws, bytes,
+                                                            k.zero(), d.y, y);
+                           }))
+    return false;
   // float32 and float64 only (the caller handles the half types): y holds the sum
   // rounded to dt and the bias is added to it, one more rounding, as the native
   // GEMM's epilogue does with its float32 (float64) accumulator.
@@ -252,20 +306,22 @@ void conv2d_backward_input_cudnn(DType dt, const Conv2dShape& s, const void* gra
   DnnHandle& h = dnn_handle(device);
   std::lock_guard<std::mutex> guard(h.lock);
   EMBER_CUDA_CHECK(cudnnSetStream(h.handle, stream));
-  Descriptors d(dt, s);
-  cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos], best;
+  const Math rule = math_for(dt);
+  Descriptors d(dt, s, rule);
+  cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
   int count = 0;
+  const Scalars k(dt);
   // An error from the query itself (not just per-algorithm statuses) means cuDNN
   // cannot take this convolution: the native kernels run, as conv2d.h promises.
   if (!d.ok ||
       cudnnGetConvolutionBackwardDataAlgorithm_v7(h.handle, d.w, d.y, d.conv, d.x, kMaxAlgos, &count, perf) !=
           CUDNN_STATUS_SUCCESS ||
-      !pick(math_for(dt), perf, count, d.conv, best))
-    return conv2d_backward_input_native(dt, s, grad_y, weight, grad_x, stream);
-  ScratchBuffer ws(best.memory, device, stream);
-  const Scalars k(dt);
-  EMBER_CUDA_CHECK(cudnnConvolutionBackwardData(h.handle, k.one(), d.w, weight, d.y, grad_y, d.conv, best.algo,
-                                                ws.get(), best.memory, k.zero(), d.x, grad_x));
+      !run_first_that_runs(rule, perf, count, d.conv, device, stream,
+                           [&](cudnnConvolutionBwdDataAlgo_t algo, void* ws, size_t bytes) {
+                             return cudnnConvolutionBackwardData(h.handle, k.one(), d.w, weight, d.y, grad_y, d.conv,
+                                                                 algo, ws, bytes, k.zero(), d.x, grad_x);
+                           }))
+    conv2d_backward_input_native(dt, s, grad_y, weight, grad_x, stream);
 }
 
 void conv2d_backward_weight_cudnn(DType dt, const Conv2dShape& s, const void* grad_y,
@@ -277,20 +333,24 @@ void conv2d_backward_weight_cudnn(DType dt, const Conv2dShape& s, const void* gr
   DnnHandle& h = dnn_handle(device);
   std::lock_guard<std::mutex> guard(h.lock);
   EMBER_CUDA_CHECK(cudnnSetStream(h.handle, stream));
-  Descriptors d(dt, s);
-  cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos], best;
+  const Math rule = math_for(dt);
+  Descriptors d(dt, s, rule);
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
   int count = 0;
+  const Scalars k(dt);
   if (!d.ok ||
       cudnnGetConvolutionBackwardFilterAlgorithm_v7(h.handle, d.x, d.y, d.conv, d.w, kMaxAlgos, &count, perf) !=
           CUDNN_STATUS_SUCCESS ||
-      !pick(math_for(dt), perf, count, d.conv, best))
+      !run_first_that_runs(rule, perf, count, d.conv, device, stream,
+                           [&](cudnnConvolutionBwdFilterAlgo_t algo, void* ws, size_t bytes) {
+                             return cudnnConvolutionBackwardFilter(h.handle, k.one(), d.x, x, d.y, grad_y, d.conv,
+                                                                   algo, ws, bytes, k.zero(), d.w, grad_weight);
+                           }))
     return conv2d_backward_weight_native(dt, s, grad_y, x, grad_weight, grad_bias, stream);
-  ScratchBuffer ws(best.memory, device, stream);
-  const Scalars k(dt);
-  EMBER_CUDA_CHECK(cudnnConvolutionBackwardFilter(h.handle, k.one(), d.x, x, d.y, grad_y, d.conv, best.algo,
-                                                  ws.get(), best.memory, k.zero(), d.w, grad_weight));
-  if (grad_bias)
-    EMBER_CUDA_CHECK(cudnnConvolutionBackwardBias(h.handle, k.one(), d.y, grad_y, k.zero(), d.bias, grad_bias));
+  // Ember's own reduction: deterministic, float accumulation for the half types, the
+  // same sums as the native path (cuDNN's BackwardBias is deprecated and documents
+  // neither).
+  if (grad_bias) conv2d_bias_grad(dt, s, grad_y, grad_bias, stream);
 }
 
 #else  // no cuDNN in this build
