@@ -10,10 +10,11 @@
 //
 // The default rule (gemm): cuBLAS whenever it can express the three operands, i.e.
 // each has a unit stride on one side, a leading dimension at least as large as the
-// other side, non-negative batch strides, and every size within int range. cuBLAS
-// wins at every size we measured on the H200: its float16/bfloat16 and float64
-// kernels use wgmma / DMMA, which the native kernels do not, and its float32 kernel
-// is better tuned than the SIMT one. The native kernels take everything else, and all
+// other side, non-negative batch strides, and every size within int range. cuBLAS is
+// the default because on Hopper its float16/bfloat16 and float64 kernels use wgmma /
+// DMMA, which the native kernels do not, and its float32 kernel is tuned further than
+// the SIMT one (expected, not yet measured: `ember-bench --device cuda --suite gemm`
+// times both on the first GPU run). The native kernels take everything else, and all
 // of it under EMBER_KERNELS=native.
 #include <cublas_v2.h>
 
@@ -54,6 +55,12 @@ BlasHandle& blas_handle(int device) {
     auto h = std::make_unique<BlasHandle>();
     DeviceScope on(device);
     EMBER_CUDA_CHECK(cublasCreate(&h->handle));
+    // Half-type products accumulate in float32 to the end: without this, cuBLAS may
+    // add split-K partial sums in the half type (a second rounding the native kernel
+    // and the CPU do not make).
+    EMBER_CUDA_CHECK(cublasSetMathMode(h->handle, static_cast<cublasMath_t>(
+                                                      CUBLAS_DEFAULT_MATH |
+                                                      CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     slot = std::move(h);
   }
   return *slot;
