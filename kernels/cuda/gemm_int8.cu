@@ -45,12 +45,16 @@ struct ActParams {
 
 // quant::choose_qparams(min, max, 0, 255, reduce_range), statement by statement, so
 // the GPU picks the same scale and zero point as the CPU.
+// An input with inf or NaN (min_max_partial marks it with an infinite range) has no
+// quantization: the CPU raises, and since the GPU does not stop to ask, it makes
+// every output NaN (scale NaN; codes from a zero inverse scale, all in range).
 __device__ ActParams act_params(float mn, float mx, bool reduce_range) {
   int32_t qmin = 0, qmax = 255;
   if (reduce_range) {
     qmin /= 2;
     qmax /= 2;
   }
+  if (isinf(mn) || isinf(mx)) return ActParams{NAN, 0.0f, 0, qmax};
   mn = fminf(mn, 0.0f);
   mx = fmaxf(mx, 0.0f);
   double scale = (double(mx) - mn) / double(qmax - qmin);
@@ -105,13 +109,15 @@ __device__ void block_min_max(float& mn, float& mx) {
 
 // ---- kernels ----
 
-// partial[2b], partial[2b+1] = min, max over block b's grid-stride share of x.
+// partial[2b], partial[2b+1] = min, max over block b's grid-stride share of x; an
+// inf or NaN makes them -inf and +inf (fminf and fmaxf alone would skip a NaN).
 __global__ void min_max_partial(const float* __restrict__ x, int64_t n, float* __restrict__ partial) {
   float mn = FLT_MAX, mx = -FLT_MAX;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float v = x[i];
-    mn = fminf(mn, v);
-    mx = fmaxf(mx, v);
+    const bool finite = v - v == 0.0f;
+    mn = fminf(mn, finite ? v : -INFINITY);
+    mx = fmaxf(mx, finite ? v : INFINITY);
   }
   block_min_max(mn, mx);
   if (threadIdx.x == 0) {

@@ -76,3 +76,29 @@ TEST_CASE("CUDA int8 Linear matches the CPU", "[quant][cuda]") {
   const Tensor y_cuda = (*net)(img.cuda()).cpu();
   CHECK((y_cuda - y_cpu).abs().max().item<float>() <= 1e-3 * (y_cpu.abs().max().item<float>() + 1));
 }
+
+TEST_CASE("CUDA int8 Linear turns an input with inf or NaN into all-NaN outputs", "[quant][cuda]") {
+  // The CPU raises ValueError (tests/quant/test_dynamic_linear.cpp); the GPU, which
+  // does not synchronize to check, must not return finite numbers made from a
+  // broken scale. One special value among 64 x 300 inputs, in a row other than the
+  // first and a block other than the first, for each special and each range mode.
+  manual_seed(12);
+  nn::Linear lin(300, 40, true);
+  for (bool reduce_range : {false, true})
+    for (float special : {NAN, INFINITY, -INFINITY}) {
+      INFO("special " << special << ", reduce_range " << reduce_range);
+      auto q = quant::DynamicQuantizedLinear::from_float(lin, quant::QScheme::PerChannel);
+      q->reduce_range = reduce_range;
+      q->to(Device("cuda:0"));
+      Tensor x = randn({64, 300});
+      x.data_ptr<float>()[50 * 300 + 123] = special;
+      const std::vector<float> y = (*q)(x.cuda()).to_vector<float>();
+      REQUIRE(y.size() == 64u * 40u);
+      size_t nans = 0;
+      for (float v : y) nans += std::isnan(v) ? 1 : 0;
+      CHECK(nans == y.size());
+      // The next call with clean input is unaffected.
+      const std::vector<float> clean = (*q)(randn({64, 300}).cuda()).to_vector<float>();
+      for (float v : clean) REQUIRE(std::isfinite(v));
+    }
+}
