@@ -32,17 +32,25 @@ using GemmFn = void (*)(DType, int64_t, int64_t, int64_t, int64_t, double, const
                         const void*, int64_t, int64_t, int64_t, double, void*, int64_t, int64_t, int64_t,
                         cudaStream_t);
 
-// How an operand matrix [batch, rows, cols] sits in memory.
-enum class Mem { rows, cols, stepped, padded };  // row-major, column-major, every other column, padded rows
+// How an operand matrix [batch, rows, cols] sits in memory: row-major, column-major,
+// every other column, rows padded by 5 (an unaligned leading dimension: the
+// tensor-core kernel packs it), and row- or column-major with the leading dimension
+// rounded up to a multiple of 8 plus 8 (16-byte aligned: read in place, so a size
+// that is not a multiple of 8 ends each row or column in a partial 16-byte chunk).
+enum class Mem { rows, cols, stepped, padded, aligned_rows, aligned_cols };
 const char* mem_name(Mem m) {
   switch (m) {
     case Mem::rows: return "row-major";
     case Mem::cols: return "column-major";
     case Mem::stepped: return "stepped columns";
     case Mem::padded: return "padded rows";
+    case Mem::aligned_rows: return "row-major, leading dimension a multiple of 8";
+    case Mem::aligned_cols: return "column-major, leading dimension a multiple of 8";
   }
   return "?";
 }
+
+int64_t aligned_ld(int64_t size) { return (size + 7) / 8 * 8 + 8; }
 
 // A random [batch, r, c] operand on both devices, laid out as `m`.
 Both operand(int64_t batch, int64_t r, int64_t c, DType dt, Mem m, std::mt19937_64& rng, double lo, double hi) {
@@ -52,6 +60,8 @@ Both operand(int64_t batch, int64_t r, int64_t c, DType dt, Mem m, std::mt19937_
     case Mem::cols: base = {batch, c, r}; break;
     case Mem::stepped: base = {batch, r, 2 * c}; break;
     case Mem::padded: base = {batch, r, c + 5}; break;
+    case Mem::aligned_rows: base = {batch, r, aligned_ld(c)}; break;
+    case Mem::aligned_cols: base = {batch, c, aligned_ld(r)}; break;
   }
   Both b;
   b.base_cpu = ref::make(base, dt, ref::random_values(ref::numel(base), dt, rng, lo, hi));
@@ -62,6 +72,8 @@ Both operand(int64_t batch, int64_t r, int64_t c, DType dt, Mem m, std::mt19937_
       case Mem::cols: return t.transpose(1, 2);
       case Mem::stepped: return t.slice(2, 0, std::nullopt, 2);
       case Mem::padded: return t.narrow(2, 2, c);
+      case Mem::aligned_rows: return t.narrow(2, 0, c);
+      case Mem::aligned_cols: return t.narrow(2, 0, r).transpose(1, 2);
     }
     return t;
   };
@@ -133,8 +145,8 @@ TEST_CASE("gemm_native and gemm_cublas match a float64 reference", "[cuda][gemm]
   const Impl impls[] = {{"native", &cuda::gemm_native}, {"cuBLAS", &cuda::gemm_cublas}};
   for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
     for (const Dims& d : sizes)
-      for (Mem ma : {Mem::rows, Mem::cols, Mem::stepped})
-        for (Mem mb : {Mem::rows, Mem::cols, Mem::padded})
+      for (Mem ma : {Mem::rows, Mem::cols, Mem::stepped, Mem::aligned_rows, Mem::aligned_cols})
+        for (Mem mb : {Mem::rows, Mem::cols, Mem::padded, Mem::aligned_rows, Mem::aligned_cols})
           for (int ab = 0; ab < 2; ++ab) {
             const bool big = d.m * d.n * d.k > 1000000;
             if (big && !((ma == Mem::rows && mb == Mem::rows) || (ma == Mem::cols && mb == Mem::cols))) continue;
