@@ -15,6 +15,10 @@ namespace ember::cuda {
 namespace {
 
 constexpr size_t kChunk = size_t(16) << 20;  // per staging buffer; big enough to reach full PCIe/NVLink speed
+// Pinned memory the cache keeps past its copies. Non-blocking copies queued back to
+// back each hold their buffers until the DMA is done, so the cache may grow past
+// this while they run; once they are done, the next release trims it back.
+constexpr size_t kMaxCachedBytes = size_t(256) << 20;
 
 struct Entry {
   size_t size;
@@ -26,6 +30,7 @@ struct Cache {
   std::mutex mutex;
   std::multimap<size_t, void*> free;  // by size
   std::unordered_map<void*, Entry> all;
+  size_t bytes = 0;  // of every buffer in `all`
 };
 
 Cache& cache() {
@@ -37,6 +42,25 @@ size_t round_up(size_t n) {
   size_t r = 4096;
   while (r < n) r *= 2;
   return r;
+}
+
+// Frees the cached buffers no queued copy still uses (their event has completed).
+// The caller holds c.mutex.
+void free_idle(Cache& c) {
+  for (auto it = c.free.begin(); it != c.free.end();) {
+    const auto found = c.all.find(it->second);
+    Entry& e = found->second;
+    if (e.ready && cudaEventQuery(e.ready) != cudaSuccess) {
+      cudaGetLastError();  // cudaErrorNotReady
+      ++it;
+      continue;
+    }
+    if (e.ready) cudaEventDestroy(e.ready);
+    cudaFreeHost(it->second);
+    c.bytes -= e.size;
+    c.all.erase(found);
+    it = c.free.erase(it);
+  }
 }
 
 }  // namespace
@@ -57,13 +81,25 @@ void* pinned_acquire(size_t nbytes) {
     }
   }
   void* p = nullptr;
-  EMBER_CUDA_CHECK(cudaHostAlloc(&p, want, cudaHostAllocDefault));
+  cudaError_t st = cudaHostAlloc(&p, want, cudaHostAllocDefault);
+  if (st == cudaErrorMemoryAllocation) {
+    // The host is short of page-locked memory: give back what the cache holds idle
+    // and try once more.
+    cudaGetLastError();
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      free_idle(c);
+    }
+    st = cudaHostAlloc(&p, want, cudaHostAllocDefault);
+  }
+  EMBER_CUDA_CHECK(st);
   Entry e{want, nullptr, 0};
   try {
     EMBER_CUDA_CHECK(cudaGetDevice(&e.device));
     EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e.ready, cudaEventDisableTiming));
     std::lock_guard<std::mutex> lock(c.mutex);
     c.all[p] = e;
+    c.bytes += want;
   } catch (...) {
     if (e.ready) cudaEventDestroy(e.ready);
     cudaFreeHost(p);
@@ -76,6 +112,12 @@ size_t pinned_in_use() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.all.size() - c.free.size();
+}
+
+size_t pinned_cached_bytes() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.bytes;
 }
 
 void pinned_release(void* ptr, cudaStream_t stream) {
@@ -99,6 +141,7 @@ void pinned_release(void* ptr, cudaStream_t stream) {
     EMBER_CUDA_CHECK(cudaEventRecord(e.ready, stream));
   }
   c.free.emplace(e.size, ptr);
+  if (c.bytes > kMaxCachedBytes) free_idle(c);
 }
 
 namespace {

@@ -19,6 +19,9 @@ void pinned_release(void* ptr, cudaStream_t stream);
 // Buffers handed out by pinned_acquire and not yet released (0 between copies:
 // a copy that raised midway has given its buffers back too).
 size_t pinned_in_use();
+// Bytes of pinned memory the cache holds, in use or not. Idle buffers past 256 MiB
+// are freed when a buffer comes back, and all idle ones when cudaHostAlloc fails.
+size_t pinned_cached_bytes();
 
 // Copies between host and device memory on `stream` through a pinned buffer.
 // host_to_device returns once the host data is staged (the caller may then reuse

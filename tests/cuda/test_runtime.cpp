@@ -9,6 +9,7 @@
 
 #include "cuda/both.h"
 #include "kernels/cuda/allocator.h"
+#include "kernels/cuda/pinned.h"
 #include "tensor/cuda.h"
 
 using namespace ember;
@@ -249,6 +250,30 @@ TEST_CASE("large transfers crossing the 16 MiB staging chunk are bit-exact", "[c
       cuda::synchronize();
       CHECK(std::memcmp(h.data_ptr(), x.data_ptr(), static_cast<size_t>(n) * 4) == 0);
     }
+  }
+}
+
+TEST_CASE("the pinned staging cache trims itself once back-to-back copies are done", "[cuda][runtime][transfer]") {
+  // 24 non-blocking copies of 32 MiB queued without a wait: each keeps its two
+  // 16 MiB staging buffers until its DMA is done, so the cache grows past its 256 MiB
+  // limit while they run. Once they are done, the next copy's release frees the idle
+  // ones. Every destination still holds its data.
+  const int64_t n = int64_t(8) << 20;  // float32: 32 MiB
+  std::vector<Tensor> srcs, dsts;
+  for (int i = 0; i < 24; ++i) {
+    srcs.push_back(full({n}, float(i)));
+    dsts.push_back(srcs.back().to(kCuda, /*non_blocking=*/true));
+  }
+  cuda::synchronize();
+  Tensor last = srcs[0].to(kCuda, /*non_blocking=*/true);
+  cuda::synchronize();
+  INFO("cached " << cuda::pinned_cached_bytes() << " bytes");
+  CHECK(cuda::pinned_cached_bytes() <= (size_t(256) << 20) + (size_t(32) << 20));
+  CHECK(cuda::pinned_in_use() == 0);
+  for (int i = 0; i < 24; ++i) {
+    const Tensor back = dsts[size_t(i)].cpu();
+    CHECK(back.min().item<float>() == float(i));
+    CHECK(back.max().item<float>() == float(i));
   }
 }
 
