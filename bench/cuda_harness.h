@@ -2,8 +2,10 @@
 // it is not), a description of the device for the log, and timing with CUDA events.
 // Device work is queued asynchronously, so a host clock around a call measures the
 // launch, not the work: each repetition is bracketed by two events on Ember's
-// stream and the median of the event intervals is the result. Only built with the
-// CUDA backend (bench/meson.build).
+// stream and the median of the event intervals is the result. Events time the GPU
+// only while it is behind the host, so calls whose launch costs the host more than
+// their work costs the GPU are queued behind a spin kernel (bench/cuda_spin.h).
+// Only built with the CUDA backend (bench/meson.build).
 #pragma once
 
 #include <functional>
@@ -25,13 +27,17 @@ struct CudaTiming {
   double median_ms = 0;
   double best_ms = 0;
   int reps = 0;
+  double host_ms = 0;  // the host's time to queue one call (its launch overhead)
 };
 
 // Calls f `warmup` times (module load, cuBLAS/cuDNN handles and their workspaces,
 // the caching allocator's first cudaMalloc stay out of the numbers), sizes the
 // repetition count so the timed part lasts about target_ms (at least min_reps, at
 // most max_reps), then records an event before and after each call on Ember's
-// stream and returns the median and best interval. f must queue its work on Ember's
+// stream and returns the median and best interval. When queuing a call takes the
+// host at least half as long as the GPU's work, the calls are queued in batches,
+// each behind a spin kernel that lasts as long as queuing the batch, so that the
+// GPU never waits for the host between the events. f must queue its work on Ember's
 // stream (the tensor front-ends and the kernel entry points given
 // ember::cuda::stream() do).
 CudaTiming cuda_measure(const std::function<void()>& f, double target_ms = 200, int warmup = 3,

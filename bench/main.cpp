@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   ember::bench::Options opt;
   bool list = false;
   app.add_option("--suite", suite_name, "suite to run, or 'all'");
-  app.add_option("--json", json_path, "also write the records to FILE as JSON");
+  app.add_option("--json", json_path, "also write the records to FILE as JSON (after each suite)");
   app.add_option("--report", report_dir, "also write DIR/report.md and one SVG chart per suite");
   app.add_option("--threads", opt.threads, "CPU threads for Ember, the peers and the floors")
       ->capture_default_str()
@@ -206,6 +206,13 @@ int main(int argc, char** argv) {
       s.run(opt, report);
     } catch (const std::exception& e) {
       report.fail("suite " + s.name + ": " + e.what());
+    }
+    // The records so far, after every suite: a run killed at a time limit (as
+    // scripts/gpu-check's may be) keeps what the finished suites measured.
+    if (!json_path.empty()) {
+      std::string err;
+      if (!write_atomically(json_path, to_json(report.records()).dump(2) + "\n", &err))
+        std::fprintf(stderr, "ember-bench: %s\n", err.c_str());
     }
   }
 
