@@ -158,6 +158,7 @@ Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, TensorOp
 Tensor from_blob(void* data, const Shape& shape, DType dtype, const Shape& strides,
                  std::function<void(void*)> deleter, Device device) {
   check_shape("from_blob", shape);
+  device = resolve(device);  // a bare "cuda" is the current GPU, as for every other factory
   // No memory as large as a shape whose byte count overflows can exist, so such a
   // shape (from a hostile file or a C caller) is an argument error, checked before
   // any product is used.

@@ -29,6 +29,12 @@ void check_status(cudaError_t status, const char* call, const char* file, int li
   raise(call, cudaGetErrorString(status), cudaGetErrorName(status), file, line);
 }
 
+void check_launch(const char* file, int line) {
+  const cudaError_t status = cudaGetLastError();
+  if (status == cudaErrorNotReady) return;
+  check_status(status, "kernel launch", file, line);
+}
+
 void check_status(cublasStatus_t status, const char* call, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   raise(call, cublasGetStatusString(status), cublasGetStatusName(status), file, line);

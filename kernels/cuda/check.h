@@ -29,11 +29,14 @@ void check_status(cudnnStatus_t status, const char* call, const char* file, int 
 #if EMBER_HAVE_NCCL
 void check_status(ncclResult_t status, const char* call, const char* file, int line);
 #endif
+// The check after a kernel launch: the thread's last error, except "not ready",
+// which a cudaStreamQuery or cudaEventQuery (Ember's or the caller's own) may have
+// left there and which says nothing about the launch.
+void check_launch(const char* file, int line);
 
 }  // namespace ember::cuda
 
 #define EMBER_CUDA_CHECK(call) ::ember::cuda::check_status((call), #call, __FILE__, __LINE__)
 // After a <<<...>>> launch: catches bad launch configurations at once (errors inside
 // the kernel surface at the next synchronizing call, which is checked too).
-#define EMBER_CUDA_CHECK_LAUNCH() \
-  ::ember::cuda::check_status(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+#define EMBER_CUDA_CHECK_LAUNCH() ::ember::cuda::check_launch(__FILE__, __LINE__)

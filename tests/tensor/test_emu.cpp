@@ -202,6 +202,17 @@ TEST_CASE("gradcheck of emu inputs perturbs them on emu, and still catches a wro
   CHECK(why.find("Jacobian mismatch") != std::string::npos);
 }
 
+// Finding: from_blob kept a bare "emu" (or "cuda") as it was, index -1, so the first
+// op on the tensor raised "expected device emu:1 but got device emu".
+TEST_CASE("from_blob on a bare device name takes the current device", "[emu][device]") {
+  EmuState state;
+  emu::set_device(1);
+  std::vector<float> data = {1, 2, 3};
+  const Tensor t = from_blob(data.data(), {3}, kFloat32, {}, nullptr, Device("emu"));
+  CHECK(t.device() == kEmu1);
+  check_same(t + 1, tensor({2.0f, 3.0f, 4.0f}));
+}
+
 // Finding: an op on device 1 made device 1 current for good, so a later bare "emu"
 // (or "cuda") meant device 1. Ops hold their device for their own scope only.
 TEST_CASE("ops on emu:1 leave the thread's current device as they found it", "[emu][guard]") {
