@@ -65,38 +65,42 @@ CudaTiming cuda_measure(const std::function<void()>& f, double target_ms, int wa
   // the events time the GPU's work alone and a host clock the cost of queuing it.
   // A call that waits for the GPU itself (a read-back) takes the host the whole
   // spin; such calls are timed as they come.
-  cudaEvent_t e0, e1;
-  EMBER_CUDA_CHECK(cudaEventCreate(&e0));
-  EMBER_CUDA_CHECK(cudaEventCreate(&e1));
+  // Each probe call is bracketed by two events as in the timed loop, so that the
+  // host time counts their recording too.
+  cudaEvent_t e0, e1, ea, eb;
+  for (cudaEvent_t* e : {&e0, &e1, &ea, &eb}) EMBER_CUDA_CHECK(cudaEventCreate(e));
   constexpr int kProbe = 3;
   constexpr double kProbeSpinMs = 20;
   launch_spin(kProbeSpinMs, s);
   EMBER_CUDA_CHECK(cudaEventRecord(e0, s));
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < kProbe; ++i) f();
+  for (int i = 0; i < kProbe; ++i) {
+    EMBER_CUDA_CHECK(cudaEventRecord(ea, s));
+    f();
+    EMBER_CUDA_CHECK(cudaEventRecord(eb, s));
+  }
   const double host_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / kProbe;
   EMBER_CUDA_CHECK(cudaEventRecord(e1, s));
   EMBER_CUDA_CHECK(cudaEventSynchronize(e1));
   float probe_ms = 0;
   EMBER_CUDA_CHECK(cudaEventElapsedTime(&probe_ms, e0, e1));
-  EMBER_CUDA_CHECK(cudaEventDestroy(e0));
-  EMBER_CUDA_CHECK(cudaEventDestroy(e1));
+  for (cudaEvent_t e : {e0, e1, ea, eb}) EMBER_CUDA_CHECK(cudaEventDestroy(e));
   const double per_call = std::max(1e-3, double(probe_ms) / kProbe);
   const bool waits_for_gpu = host_ms * kProbe >= 0.8 * kProbeSpinMs;
   const bool host_bound = !waits_for_gpu && host_ms >= 0.5 * per_call;
   int reps = std::clamp(int(target_ms / per_call), min_reps, max_reps);
   // Spinning costs as long as queuing: keep the whole within a few times target_ms.
-  if (host_bound) reps = std::max(min_reps, std::min(reps, int(2 * target_ms / (1.5 * host_ms))));
+  if (host_bound) reps = std::max(min_reps, std::min(reps, int(2 * target_ms / (2 * host_ms))));
 
   // Batches of at most kBatch calls (their launches and events stay well inside the
   // driver's queue, so queuing never blocks on the GPU), each behind a spin that
-  // lasts 1.5 times as long as queuing the batch took in the probe.
+  // lasts twice as long as queuing the batch took in the probe.
   constexpr int kBatch = 64;
   std::vector<cudaEvent_t> ev(2 * size_t(reps));
   for (cudaEvent_t& e : ev) EMBER_CUDA_CHECK(cudaEventCreate(&e));
   for (int i = 0; i < reps; ++i) {
-    if (host_bound && i % kBatch == 0) launch_spin(1.5 * host_ms * std::min(kBatch, reps - i) + 0.05, s);
+    if (host_bound && i % kBatch == 0) launch_spin(2 * host_ms * std::min(kBatch, reps - i) + 0.05, s);
     EMBER_CUDA_CHECK(cudaEventRecord(ev[2 * i], s));
     f();
     EMBER_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], s));

@@ -58,9 +58,10 @@ BlasHandle& blas_handle(int device) {
     // Half-type products accumulate in float32 to the end: without this, cuBLAS may
     // add split-K partial sums in the half type (a second rounding the native kernel
     // and the CPU do not make).
-    EMBER_CUDA_CHECK(cublasSetMathMode(h->handle, static_cast<cublasMath_t>(
-                                                      CUBLAS_DEFAULT_MATH |
-                                                      CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+    const cublasStatus_t st = cublasSetMathMode(
+        h->handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (st != CUBLAS_STATUS_SUCCESS) cublasDestroy(h->handle);
+    EMBER_CUDA_CHECK(st);
     slot = std::move(h);
   }
   return *slot;

@@ -164,9 +164,12 @@ bool accepts(Math rule, const Perf& p, cudnnMathType_t& math) {
 // Runs `call(algo, workspace, bytes)` (a cuDNN execution, returning its status) for
 // each algorithm of the heuristic list that `rule` accepts, in the list's order,
 // until one succeeds. False when none did: the caller runs the native kernels.
-// cuDNN checks its arguments before it launches anything, so a refused algorithm
-// has written nothing (and the next one overwrites the whole output); a failed
-// launch is cleared (cudaGetLastError) so that the next kernel is not blamed for it.
+// Only a refusal passes to the next algorithm: a BAD_PARAM or NOT_SUPPORTED status
+// (cuDNN checks those before it launches anything, so nothing was written and the
+// next one overwrites the whole output; a workspace too small for the math type set
+// here is one) or cuDNN failing to allocate device memory itself. Any other status
+// (an execution failure, often an earlier kernel's fault surfacing) raises, rather
+// than falling back and blaming the native kernel's launch for it.
 template <class Perf, class Call>
 bool run_first_that_runs(Math rule, const Perf* perf, int count, cudnnConvolutionDescriptor_t conv, int device,
                          cudaStream_t stream, Call call) {
@@ -180,7 +183,11 @@ bool run_first_that_runs(Math rule, const Perf* perf, int count, cudnnConvolutio
     } catch (const OutOfMemoryError&) {
       continue;  // a smaller workspace may come later in the list
     }
-    if (call(perf[i].algo, ws->get(), perf[i].memory) == CUDNN_STATUS_SUCCESS) return true;
+    const cudnnStatus_t st = call(perf[i].algo, ws->get(), perf[i].memory);
+    if (st == CUDNN_STATUS_SUCCESS) return true;
+    const int category = static_cast<int>(st) / 1000;  // cuDNN 9 groups statuses by thousands
+    if (category != 2 && category != 3 && st != CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED)
+      EMBER_CUDA_CHECK(st);
     cudaGetLastError();
   }
   return false;

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/cuda/check.h"
 
@@ -44,23 +45,32 @@ size_t round_up(size_t n) {
   return r;
 }
 
-// Frees the cached buffers no queued copy still uses (their event has completed).
-// The caller holds c.mutex.
-void free_idle(Cache& c) {
-  for (auto it = c.free.begin(); it != c.free.end();) {
+// Takes cached buffers that no queued copy still uses (their event has completed)
+// out of the cache, largest first, until it holds at most `keep` bytes; returns them
+// for release_buffers. The caller holds c.mutex.
+std::vector<void*> take_idle(Cache& c, size_t keep) {
+  std::vector<void*> out;
+  for (auto it = c.free.end(); it != c.free.begin() && c.bytes > keep;) {
+    --it;
     const auto found = c.all.find(it->second);
     Entry& e = found->second;
     if (e.ready && cudaEventQuery(e.ready) != cudaSuccess) {
       cudaGetLastError();  // cudaErrorNotReady
-      ++it;
       continue;
     }
     if (e.ready) cudaEventDestroy(e.ready);
-    cudaFreeHost(it->second);
     c.bytes -= e.size;
+    out.push_back(it->second);
     c.all.erase(found);
     it = c.free.erase(it);
   }
+  return out;
+}
+
+// Gives buffers back to the system, outside the cache's lock: cudaFreeHost may wait
+// for the device.
+void release_buffers(const std::vector<void*>& buffers) {
+  for (void* p : buffers) cudaFreeHost(p);
 }
 
 }  // namespace
@@ -86,10 +96,12 @@ void* pinned_acquire(size_t nbytes) {
     // The host is short of page-locked memory: give back what the cache holds idle
     // and try once more.
     cudaGetLastError();
+    std::vector<void*> idle;
     {
       std::lock_guard<std::mutex> lock(c.mutex);
-      free_idle(c);
+      idle = take_idle(c, 0);
     }
+    release_buffers(idle);
     st = cudaHostAlloc(&p, want, cudaHostAllocDefault);
   }
   EMBER_CUDA_CHECK(st);
@@ -123,25 +135,29 @@ size_t pinned_cached_bytes() {
 void pinned_release(void* ptr, cudaStream_t stream) {
   if (!ptr) return;
   Cache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  Entry& e = c.all.at(ptr);
-  if (stream) {
-    // An event can only be recorded on a stream of its own device, and a buffer
-    // may come back from a copy to another GPU: then the event is made anew on the
-    // current device (the caller's, that of `stream`). The old one has completed:
-    // pinned_acquire hands out only buffers whose event has.
-    int device = 0;
-    EMBER_CUDA_CHECK(cudaGetDevice(&device));
-    if (device != e.device) {
-      cudaEventDestroy(e.ready);
-      e.ready = nullptr;
-      EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e.ready, cudaEventDisableTiming));
-      e.device = device;
+  std::vector<void*> idle;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    Entry& e = c.all.at(ptr);
+    if (stream) {
+      // An event can only be recorded on a stream of its own device, and a buffer
+      // may come back from a copy to another GPU: then the event is made anew on the
+      // current device (the caller's, that of `stream`). The old one has completed:
+      // pinned_acquire hands out only buffers whose event has.
+      int device = 0;
+      EMBER_CUDA_CHECK(cudaGetDevice(&device));
+      if (device != e.device) {
+        cudaEventDestroy(e.ready);
+        e.ready = nullptr;
+        EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&e.ready, cudaEventDisableTiming));
+        e.device = device;
+      }
+      EMBER_CUDA_CHECK(cudaEventRecord(e.ready, stream));
     }
-    EMBER_CUDA_CHECK(cudaEventRecord(e.ready, stream));
+    c.free.emplace(e.size, ptr);
+    if (c.bytes > kMaxCachedBytes) idle = take_idle(c, kMaxCachedBytes);
   }
-  c.free.emplace(e.size, ptr);
-  if (c.bytes > kMaxCachedBytes) free_idle(c);
+  release_buffers(idle);
 }
 
 namespace {

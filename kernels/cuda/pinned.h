@@ -19,8 +19,9 @@ void pinned_release(void* ptr, cudaStream_t stream);
 // Buffers handed out by pinned_acquire and not yet released (0 between copies:
 // a copy that raised midway has given its buffers back too).
 size_t pinned_in_use();
-// Bytes of pinned memory the cache holds, in use or not. Idle buffers past 256 MiB
-// are freed when a buffer comes back, and all idle ones when cudaHostAlloc fails.
+// Bytes of pinned memory the cache holds, in use or not. When a buffer comes back
+// and the cache holds more than 256 MiB, idle buffers are freed (largest first)
+// down to 256 MiB; when cudaHostAlloc fails, every idle one, and it retries once.
 size_t pinned_cached_bytes();
 
 // Copies between host and device memory on `stream` through a pinned buffer.

@@ -450,7 +450,8 @@ TEST_CASE("gradcheck of layer ops on CUDA inputs", "[cuda][nn_ops][gradcheck]") 
       {"log_softmax", [](const auto& x) { return x[1].log_softmax(1); }},
       {"layer_norm", [](const auto& x) { return layer_norm(x[1], {2}); }},
       {"cross_entropy", [](const auto& x) {
-         return F::cross_entropy(x[1].reshape({4, 4}), tensor(std::vector<int64_t>{1, 0, 3, 2}).to(kCuda));
+         return F::cross_entropy(x[1].reshape({8, 4}),
+                                 tensor(std::vector<int64_t>{1, 0, 3, 2, 0, 1, 2, 3}).to(kCuda));
        }},
   };
   // Images [2, 2, 4, 4] (also a batch of 4 x 4 matrices), [2, 2, 4, 2] (matrices and
