@@ -64,9 +64,8 @@ CudaTiming cuda_measure(const std::function<void()>& f, double target_ms, int wa
   // A first estimate of one call, to size the timed part: queued behind a spin, so
   // the events time the GPU's work alone and a host clock the cost of queuing it.
   // A call that waits for the GPU itself (a read-back) takes the host the whole
-  // spin; such calls are timed as they come.
-  // Each probe call is bracketed by two events as in the timed loop, so that the
-  // host time counts their recording too.
+  // spin; such calls are timed as they come. Each probe call is bracketed by two
+  // events as in the timed loop, so that the host time counts their recording too.
   cudaEvent_t e0, e1, ea, eb;
   for (cudaEvent_t* e : {&e0, &e1, &ea, &eb}) EMBER_CUDA_CHECK(cudaEventCreate(e));
   constexpr int kProbe = 3;
@@ -90,8 +89,8 @@ CudaTiming cuda_measure(const std::function<void()>& f, double target_ms, int wa
   const bool waits_for_gpu = host_ms * kProbe >= 0.8 * kProbeSpinMs;
   const bool host_bound = !waits_for_gpu && host_ms >= 0.5 * per_call;
   int reps = std::clamp(int(target_ms / per_call), min_reps, max_reps);
-  // Spinning costs as long as queuing: keep the whole within a few times target_ms.
-  if (host_bound) reps = std::max(min_reps, std::min(reps, int(2 * target_ms / (2 * host_ms))));
+  // The spins last twice the queuing time: keep their sum near 2 * target_ms.
+  if (host_bound) reps = std::max(min_reps, std::min(reps, int(target_ms / host_ms)));
 
   // Batches of at most kBatch calls (their launches and events stay well inside the
   // driver's queue, so queuing never blocks on the GPU), each behind a spin that
