@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ember_config.h"  // before the #if below: without it EMBER_HAVE_CUDNN reads as 0
 #include "kernels/base/error.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/gemm.h"
