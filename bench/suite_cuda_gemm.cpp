@@ -1,7 +1,7 @@
 // The cuda_gemm suite: square C = A.B on device buffers, Ember's own kernels
-// (cuda::gemm_native: the tiled SIMT kernel for float32, the tensor-core mma kernel
-// for float16 and bfloat16) against cuBLAS (cuda::gemm_cublas), in TFLOP/s, at
-// n = 1024, 2048 and 4096. The floor is measured in the same run: for float32 the
+// (cuda::gemm_native: the tiled SIMT kernel for float32; for float16 and bfloat16 the
+// wgmma kernel on a compute capability 9.0 GPU, the mma.sync kernel elsewhere)
+// against cuBLAS (cuda::gemm_cublas), in TFLOP/s, at n = 1024, 2048 and 4096. The floor is measured in the same run: for float32 the
 // SIMT FMA peak (cuBLAS float32 runs on the same FMA units: no TF32 here), for the
 // half types cuBLAS itself at 8192^3 in that dtype. Before it is timed, each case
 // is checked: native against cuBLAS over all of C, and both against float64 dot
@@ -77,6 +77,8 @@ void run(const Options&, Report& report) {
   std::printf("cuda_gemm: ember = cuda::gemm_native, peer = cuda::gemm_cublas; floor: f32 the measured FMA peak "
               "(%.1f TFLOP/s), f16/bf16 cuBLAS at 8192^3\n",
               measured_cuda_fma_peak_tflops());
+  std::printf("cuda_gemm: native f16/bf16 kernel: %s\n",
+              cuda::wgmma_available() ? "wgmma (gemm_wgmma.cu, sm_90a)" : "mma.sync (gemm_mma.cu)");
   for (DType dt : {kFloat32, kFloat16, kBFloat16}) {
     cuda_case(report, std::string("cuda_gemm ") + tag(dt) + " floor", [&] {
       if (dt != kFloat32)

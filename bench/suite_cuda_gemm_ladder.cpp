@@ -1,6 +1,6 @@
 // The cuda_gemm-ladder suite (`ember-bench --device cuda --suite gemm-ladder`):
 // every rung of the CUDA GEMM ladder (kernels/ladder/gemm_ladder_cuda.h: naive,
-// shared-memory tiled, production SIMT, production mma.sync) on square row-major
+// shared-memory tiled, production SIMT, mma.sync, production f16: wgmma on Hopper) on square row-major
 // products at n = 2048 and 4096, in TFLOP/s. Floors measured in the same run: the
 // float32 FMA peak for the float32 rungs, cuBLAS at 8192^3 in float16 for the
 // tensor-core rung. Each case is checked against float64 dot products at 256

@@ -66,6 +66,24 @@ void gemm_tensor_core(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, 
                       const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
                       void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
 
+// The Hopper kernel (gemm_wgmma.cu): float16 and bfloat16 on wgmma, for a compute
+// capability 9.0 device running the sm_90a build of the kernel, a k-contiguous A and
+// a k- or n-contiguous B, all in 16-byte aligned rows. gemm_wgmma_supports says
+// whether a call qualifies; gemm_wgmma throws ValueError when it does not.
+// gemm_tensor_core takes this path whenever it qualifies (unless
+// EMBER_CUDA_WGMMA=0), gemm_mma_sync (gemm_mma.cu, any GPU, any strides) otherwise.
+bool wgmma_available(int device = -1);
+bool gemm_wgmma_supports(DType dt, int64_t batch, const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                         const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs);
+void gemm_mma_sync(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                   const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                   const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                   void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+void gemm_wgmma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+
 // C = beta * C over `batch` m x n matrices (beta == 0 writes zeros without reading
 // C): the whole product when k == 0.
 void gemm_scale_c(DType dt, int64_t batch, int64_t m, int64_t n, double beta,

@@ -33,6 +33,8 @@
 // 16-byte aligned) are first copied into a packed k-contiguous scratch buffer.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/base/error.h"
 #include "kernels/cuda/allocator.h"
@@ -390,12 +392,34 @@ void gemm_mma_typed(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
   else launch_mma<T, O, O>(batch, m, n, k, alpha, A, B, beta, c, c_bs, c_rs, c_cs, stream);
 }
 
+// EMBER_CUDA_WGMMA=0 keeps Hopper on this file's mma.sync kernel (read once).
+bool wgmma_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_CUDA_WGMMA");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
 }  // namespace
 
 void gemm_tensor_core(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
                       const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
                       const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
                       void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
+  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;
+  if (wgmma_enabled() && gemm_wgmma_supports(dt, batch, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs)) {
+    gemm_wgmma(dt, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs,
+               stream);
+    return;
+  }
+  gemm_mma_sync(dt, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs, stream);
+}
+
+void gemm_mma_sync(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                   const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                   const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                   void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;
   switch (dt) {
     case DType::Float16:

@@ -104,6 +104,12 @@ void cuda_gemm_production_simt(int64_t m, int64_t n, int64_t k, const void* a, c
 
 void cuda_gemm_production_mma(int64_t m, int64_t n, int64_t k, const void* a, const void* b,
                               void* c, cudaStream_t stream) {
+  cuda::gemm_mma_sync(DType::Float16, 1, m, n, k, 1.0, a, m * k, k, 1, b, k * n, n, 1, 0.0, c, m * n, n, 1,
+                      stream);
+}
+
+void cuda_gemm_production_f16(int64_t m, int64_t n, int64_t k, const void* a, const void* b,
+                              void* c, cudaStream_t stream) {
   production(DType::Float16, m, n, k, a, b, c, stream);
 }
 

@@ -29,9 +29,14 @@ void cuda_gemm_tiled(int64_t m, int64_t n, int64_t k, const void* a, const void*
 // per thread in registers, double-buffered shared panels (gemm_simt.cu).
 void cuda_gemm_production_simt(int64_t m, int64_t n, int64_t k, const void* a, const void* b,
                                void* c, cudaStream_t stream);
-// Rung 4: production float16, cuda::gemm_native: mma.sync tensor-core tiles fed by
+// Rung 4: the float16 mma.sync kernel (cuda::gemm_mma_sync): tensor-core tiles fed by
 // ldmatrix from cp.async pipelines, float32 accumulation (gemm_mma.cu).
 void cuda_gemm_production_mma(int64_t m, int64_t n, int64_t k, const void* a, const void* b,
+                              void* c, cudaStream_t stream);
+// Rung 5: production float16, cuda::gemm_native: on a compute capability 9.0 GPU the
+// wgmma kernel (gemm_wgmma.cu: warpgroup products read straight from swizzled shared
+// memory), elsewhere the same mma.sync kernel as rung 4.
+void cuda_gemm_production_f16(int64_t m, int64_t n, int64_t k, const void* a, const void* b,
                               void* c, cudaStream_t stream);
 
 struct CudaRung {
@@ -45,7 +50,8 @@ inline constexpr CudaRung kCudaRungs[] = {
     {"1 naive f32", DType::Float32, cuda_gemm_naive},
     {"2 smem tiled f32", DType::Float32, cuda_gemm_tiled},
     {"3 production simt f32", DType::Float32, cuda_gemm_production_simt},
-    {"4 production mma f16", DType::Float16, cuda_gemm_production_mma},
+    {"4 mma.sync f16", DType::Float16, cuda_gemm_production_mma},
+    {"5 production f16", DType::Float16, cuda_gemm_production_f16},
 };
 
 }  // namespace ember::ladder

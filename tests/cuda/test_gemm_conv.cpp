@@ -425,6 +425,66 @@ TEST_CASE("the tensor-core GEMM's grouped tile order with more than 8 tile rows"
     }
 }
 
+TEST_CASE("the Hopper wgmma GEMM and the mma.sync GEMM each match a float64 reference", "[cuda][gemm][wgmma]") {
+  // gemm_native sends qualifying half-type products to gemm_wgmma on a compute
+  // capability 9.0 GPU, so each kernel is also called by name here: the mma.sync one
+  // on every GPU, the wgmma one where it runs. Sizes: one exact 128 x 256 tile, tiles
+  // cut in m, n and k (k = 1000 is 15 panels of 64 plus 40, past the 4-stage ring),
+  // single rows and columns; B row-major (n-contiguous, wgmma's transposed B) and
+  // column-major (k-contiguous); alpha and beta with C in a padded view.
+  const std::vector<Dims> sizes = {{128, 256, 64}, {300, 520, 200}, {1, 8, 8}, {257, 255, 1000}, {640, 24, 16}};
+  std::mt19937_64 rng(53);
+  const cudaStream_t stream = cuda::stream(0);
+  const bool hopper = cuda::wgmma_available();
+  if (!hopper) WARN("no compute capability 9.0 device running sm_90a code: gemm_wgmma is checked for its refusal only");
+  for (DType dt : {kFloat16, kBFloat16})
+    for (const Dims& d : sizes)
+      for (Mem mb : {Mem::aligned_rows, Mem::aligned_cols})
+        for (int ab = 0; ab < 2; ++ab) {
+          const int64_t batch = d.m * d.n * d.k > 1000000 ? 1 : 2;
+          const double alpha = ab ? 1.5 : 1.0, beta = ab ? 0.5 : 0.0;
+          const Both a = operand(batch, d.m, d.k, dt, Mem::aligned_rows, rng, -1, 1);
+          const Both b = operand(batch, d.k, d.n, dt, mb, rng, -1, 1);
+          const Both c0 = operand(batch, d.m, d.n, dt, Mem::padded, rng, -1, 1);
+          const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c0.cpu, alpha, beta);
+          for (GemmFn fn : {&cuda::gemm_mma_sync, &cuda::gemm_wgmma}) {
+            const bool wgmma = fn == &cuda::gemm_wgmma;
+            INFO((wgmma ? "wgmma " : "mma.sync ") << ref::str(dt) << " batch " << batch << " m " << d.m << " n "
+                                                 << d.n << " k " << d.k << ", B " << mem_name(mb) << ", alpha "
+                                                 << alpha << " beta " << beta);
+            Tensor base = c0.base_cpu.clone();
+            if (beta == 0) base.fill_(NAN);
+            Tensor cb = base.to(kCuda);
+            Tensor c = cb.narrow(2, 2, d.n);
+            auto call = [&] {
+              fn(dt, batch, d.m, d.n, d.k, alpha, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1), a.gpu.stride(2),
+                 b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), beta, c.data_ptr(),
+                 c.stride(0), c.stride(1), c.stride(2), stream);
+            };
+            if (wgmma && !hopper) {
+              CHECK_THROWS_AS(call(), ValueError);
+              continue;
+            }
+            call();
+            wait_for_gpu();
+            const double err = rel_norm_error(c.cpu(), want);
+            INFO("relative error norm " << err);
+            CHECK(err <= gemm_bound(dt));
+            const Tensor after = cb.cpu();
+            CHECK(ref::compare(after.narrow(2, 0, 2), ref::read(base.narrow(2, 0, 2)), cuda_test::kExact) == "");
+            CHECK(ref::compare(after.narrow(2, d.n + 2, 3), ref::read(base.narrow(2, d.n + 2, 3)), cuda_test::kExact) ==
+                  "");
+          }
+        }
+  // Layouts the wgmma kernel does not read are refused, not misread.
+  const Both a = operand(1, 16, 16, kFloat16, Mem::cols, rng, -1, 1);
+  const Both b = operand(1, 16, 16, kFloat16, Mem::rows, rng, -1, 1);
+  CHECK_FALSE(cuda::gemm_wgmma_supports(kFloat16, 1, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1),
+                                        a.gpu.stride(2), b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1),
+                                        b.gpu.stride(2)));
+  CHECK_FALSE(cuda::gemm_wgmma_supports(kFloat32, 1, b.gpu.data_ptr(), 256, 16, 1, b.gpu.data_ptr(), 256, 16, 1));
+}
+
 // ------------------------------------------------------------------ conv2d ----
 
 namespace {

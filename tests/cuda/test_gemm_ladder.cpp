@@ -59,9 +59,10 @@ TEST_CASE("every CUDA GEMM ladder rung matches a float64 triple loop", "[cuda][g
   }
 }
 
-TEST_CASE("the CUDA GEMM ladder ends with the production tensor-core kernel", "[cuda][gemm][ladder]") {
-  REQUIRE(std::size(ladder::kCudaRungs) >= 2);
-  CHECK(ladder::kCudaRungs[std::size(ladder::kCudaRungs) - 1].fn == &ladder::cuda_gemm_production_mma);
+TEST_CASE("the CUDA GEMM ladder ends with the production tensor-core kernels", "[cuda][gemm][ladder]") {
+  REQUIRE(std::size(ladder::kCudaRungs) >= 3);
+  CHECK(ladder::kCudaRungs[std::size(ladder::kCudaRungs) - 2].fn == &ladder::cuda_gemm_production_mma);
+  CHECK(ladder::kCudaRungs[std::size(ladder::kCudaRungs) - 1].fn == &ladder::cuda_gemm_production_f16);
   std::set<std::string> names;
   for (const auto& rung : ladder::kCudaRungs) CHECK(names.insert(rung.name).second);
 }

@@ -1,0 +1,362 @@
+// The Hopper GEMM for float16 and bfloat16: C = alpha * A.B + beta * C with wgmma,
+// the warpgroup-wide asynchronous matrix instruction of sm_90a (H100, H200). On
+// Hopper the older mma.sync of gemm_mma.cu reaches about half the tensor cores'
+// rate; wgmma reads both operands straight from shared memory, 128 threads at once,
+// and runs while the threads go on issuing copies.
+//
+// Tiling. A block of 2 warpgroups (256 threads) computes a 128 x 256 tile of C,
+// walking k in steps of BK = 64. Warpgroup w owns rows 64w..64w+63: per k16 step
+// one wgmma.m64n256k16 with 128 float accumulators per thread.
+//
+// Pipeline. As in gemm_mma.cu every thread copies global -> shared with cp.async
+// (16 bytes a request, zero-filled past the matrix edge), STAGES = 4 panels deep.
+// A panel is copied over a stage only after both warpgroups' wgmma on it completed
+// (wgmma.wait_group 1, then a barrier). cp.async writes through the generic proxy
+// and wgmma reads through the async proxy, so each thread fences
+// (fence.proxy.async) between its copies landing and the barrier.
+//
+// Shared layouts: wgmma's 128-byte swizzle (PTX ISA, "matrix descriptor"). Memory
+// is cut in 1024-byte atoms of 8 rows of 128 bytes; the 16-byte chunk c of row r
+// sits at chunk position c ^ (r & 7). A k-contiguous operand (A always; B when it is
+// stored n x k) keeps 64 k values per row: rows one after the other, so 8-row groups
+// are 1024 bytes apart (the descriptor's stride byte offset, SBO) and the k16 step j
+// starts 32j bytes into the row. An n-contiguous B (row-major k x n) keeps 64 n
+// values per row and one row per k: a 64-wide column block of the panel holds its
+// 64 k rows contiguously (8 KiB), so 8-k groups are SBO = 1024 bytes apart, column
+// blocks LBO = 8192 bytes apart, the k16 step j starts 2048j bytes in, and wgmma
+// is told B is MN-major (its transpose flag).
+//
+// Accumulator layout (m64nNk16, f32): thread l of warp q in the warpgroup holds
+// d[4i + 2h + e] = C(16q + l/4 + 8h, 8i + 2(l%4) + e) for i < N/8, h, e in {0, 1}.
+//
+// This file is compiled twice (the project's sm_90 pass and this file's sm_90a
+// pass); only the sm_90a code has a kernel body. wgmma_available() runs a probe once
+// per device that says which of the two the driver loaded.
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <type_traits>
+
+#include "kernels/base/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/types.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define EMBER_WGMMA_DEVICE 1
+#endif
+
+namespace ember::cuda {
+namespace {
+
+constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, kThreads = 256;
+constexpr int kABytes = BM * BK * 2, kBBytes = BN * BK * 2, kStageBytes = kABytes + kBBytes;
+constexpr int kSmemBytes = STAGES * kStageBytes + 1024;  // + room to align the base to an atom
+[[maybe_unused]] constexpr int kGroupM = 8;  // blocks walk the tiles in bands of 8 tile rows (L2 reuse)
+
+template <class T>
+struct Operand {
+  const T* ptr;
+  int64_t bs, so, sq;  // element (o, q) of matrix p: ptr + p*bs + o*so + q*sq
+};
+
+__global__ void wgmma_probe_kernel(int* out) {
+#ifdef EMBER_WGMMA_DEVICE
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+#ifdef EMBER_WGMMA_DEVICE
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// A shared-memory matrix descriptor: start address, leading and stride byte offsets
+// (each in 16-byte units, 14 bits), swizzle mode 1 = 128 bytes in bits 62-63.
+__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return uint64_t((addr >> 4) & 0x3FFF) | (uint64_t((lbo >> 4) & 0x3FFF) << 16) |
+         (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (uint64_t(1) << 62);
+}
+
+// d += A.B for one m64n256k16 step; kTransB: B is MN-major (n-contiguous). The 128
+// accumulators are operands %0..%127, the descriptors %128 and %129; the scale-d
+// predicate is set from %130 (always 1: the accumulators start at zero).
+#define EMBER_WGMMA_D                                                                                           \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                     \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                            \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                            \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                            \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                            \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                            \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define EMBER_ACC8(i) \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define EMBER_ACC32(i) EMBER_ACC8(i), EMBER_ACC8(i + 8), EMBER_ACC8(i + 16), EMBER_ACC8(i + 24)
+#define EMBER_WGMMA(type, trans)                                                                       \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                          \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." type "." type " " EMBER_WGMMA_D           \
+               ", %128, %129, p, 1, 1, 0, " #trans ";\n}\n"                                            \
+               : EMBER_ACC32(0), EMBER_ACC32(32), EMBER_ACC32(64), EMBER_ACC32(96)                    \
+               : "l"(da), "l"(db), "r"(1)                                                             \
+               : "memory")
+template <class T, int kTransB>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db) {
+  if constexpr (std::is_same_v<T, Half>) {
+    if constexpr (kTransB) EMBER_WGMMA("f16", 1);
+    else EMBER_WGMMA("f16", 0);
+  } else {
+    if constexpr (kTransB) EMBER_WGMMA("bf16", 1);
+    else EMBER_WGMMA("bf16", 0);
+  }
+}
+#undef EMBER_WGMMA
+#undef EMBER_ACC32
+#undef EMBER_ACC8
+#undef EMBER_WGMMA_D
+
+// Byte offset of 16-byte chunk `chunk` of 128-byte row `row` in a swizzled panel.
+__device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) {
+  return row * 128u + ((chunk ^ (row & 7u)) << 4);
+}
+
+// Queues this thread's copies of one stage: A (BM x BK, k-contiguous) and B, either
+// n x k k-contiguous (kTransB = 0) or k x n n-contiguous (kTransB = 1).
+template <class T, int kTransB>
+__device__ __forceinline__ void load_stage(uint32_t sa, const T* a, const Operand<T>& A, const T* b,
+                                           const Operand<T>& B, int64_t m0, int64_t n0, int64_t k0,
+                                           int64_t m, int64_t n, int64_t k) {
+#pragma unroll
+  for (int h = 0; h < BM * BK / 8 / kThreads; ++h) {  // 4 chunks of A per thread
+    const int id = threadIdx.x + h * kThreads, row = id >> 3, chunk = id & 7;
+    const int64_t o = m0 + row, q = k0 + chunk * 8;
+    const int64_t valid = o < m ? min(int64_t(8), max(int64_t(0), k - q)) : 0;
+    const T* src = valid > 0 ? a + o * A.so + q * A.sq : a;
+    cp_async16(sa + swz(row, chunk), src, int(valid) * 2);
+  }
+  const uint32_t sb = sa + kABytes;
+#pragma unroll
+  for (int h = 0; h < BN * BK / 8 / kThreads; ++h) {  // 8 chunks of B per thread
+    const int id = threadIdx.x + h * kThreads;
+    int64_t o, q, valid;
+    uint32_t dst;
+    if constexpr (kTransB == 0) {  // [n][64 k]
+      const int row = id >> 3, chunk = id & 7;
+      o = n0 + row;
+      q = k0 + chunk * 8;
+      valid = o < n ? min(int64_t(8), max(int64_t(0), k - q)) : 0;
+      dst = sb + swz(row, chunk);
+    } else {  // 4 column blocks of [64 k][64 n]
+      const int kk = id >> 5, nc = id & 31;
+      q = k0 + kk;
+      o = n0 + nc * 8;
+      valid = q < k ? min(int64_t(8), max(int64_t(0), n - o)) : 0;
+      dst = sb + uint32_t(nc >> 3) * 8192u + swz(kk, nc & 7);
+    }
+    const T* src = valid > 0 ? b + o * B.so + q * B.sq : b;
+    cp_async16(dst, src, int(valid) * 2);
+  }
+}
+#endif  // EMBER_WGMMA_DEVICE
+
+template <class T, int kTransB>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_wgmma_kernel(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, Operand<T> A,
+                      Operand<T> B, float beta, T* __restrict__ c, int64_t c_bs, int64_t c_rs,
+                      int64_t c_cs, bool c_pairs) {
+#ifdef EMBER_WGMMA_DEVICE
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // atoms are 1024-byte aligned
+  const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+
+  const int64_t m_tiles = (m + BM - 1) / BM, n_tiles = (n + BN - 1) / BN;
+  const int64_t bid = blockIdx.x, per_group = kGroupM * n_tiles;
+  const int64_t first_m = bid / per_group * kGroupM;
+  const int64_t group_rows = min(m_tiles - first_m, int64_t(kGroupM));
+  const int64_t m0 = (first_m + (bid % per_group) % group_rows) * BM;
+  const int64_t n0 = (bid % per_group) / group_rows * BN;
+  const int64_t k_tiles = (k + BK - 1) / BK;
+
+  for (int64_t p = blockIdx.y; p < batch; p += gridDim.y) {
+    const T* a = A.ptr + p * A.bs;
+    const T* b = B.ptr + p * B.bs;
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < k_tiles) load_stage<T, kTransB>(base + s * kStageBytes, a, A, b, B, m0, n0, s * BK, m, n, k);
+      cp_async_commit();
+    }
+    for (int64_t kt = 0; kt < k_tiles; ++kt) {
+      cp_async_wait<STAGES - 2>();
+      fence_proxy_async();
+      __syncthreads();  // panel kt is in shared memory, for every thread and the async proxy
+      const uint32_t sa = base + uint32_t(kt % STAGES) * kStageBytes + uint32_t(wg) * (64 * 128);
+      const uint32_t sb = base + uint32_t(kt % STAGES) * kStageBytes + kABytes;
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < BK / 16; ++j) {
+        const uint64_t da = descriptor(sa + 32u * j, 16, 1024);
+        const uint64_t db = kTransB ? descriptor(sb + 2048u * j, 8192, 1024) : descriptor(sb + 32u * j, 16, 1024);
+        wgmma_m64n256k16<T, kTransB>(d, da, db);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // this warpgroup's products on panel kt-1 are done
+      __syncthreads();  // ... and the other warpgroup's: its stage may be refilled
+      const int64_t next = kt + STAGES - 1;
+      if (next < k_tiles)
+        load_stage<T, kTransB>(base + uint32_t(next % STAGES) * kStageBytes, a, A, b, B, m0, n0, next * BK, m, n, k);
+      cp_async_commit();
+    }
+    wgmma_wait<0>();
+    cp_async_wait<0>();
+    __syncthreads();  // no copy or product still reads shared memory when the next entry starts
+
+    T* cp = c + p * c_bs;
+    const int64_t row0 = m0 + wg * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) {
+      const int64_t col = n0 + i * 8 + 2 * (lane & 3);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = row0 + 8 * h;
+        if (row >= m || col >= n) continue;
+        const float v0 = alpha * d[4 * i + 2 * h], v1 = alpha * d[4 * i + 2 * h + 1];
+        T* dst = cp + row * c_rs + col * c_cs;
+        if (c_pairs && col + 1 < n) {  // two neighbours in one 4-byte store
+          float w0 = v0, w1 = v1;
+          if (beta != 0.f) {
+            w0 += beta * to_acc(dst[0]);
+            w1 += beta * to_acc(dst[1]);
+          }
+          *reinterpret_cast<uint32_t*>(dst) = uint32_t(from_acc<T>(w0).bits) | (uint32_t(from_acc<T>(w1).bits) << 16);
+        } else {
+          *dst = from_acc<T>(beta != 0.f ? v0 + beta * to_acc(*dst) : v0);
+          if (col + 1 < n) {
+            T* d1 = dst + c_cs;
+            *d1 = from_acc<T>(beta != 0.f ? v1 + beta * to_acc(*d1) : v1);
+          }
+        }
+      }
+    }
+  }
+#endif  // EMBER_WGMMA_DEVICE
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Which operand layouts the kernel reads: A k-contiguous; B k-contiguous (trans 0)
+// or n-contiguous (trans 1); rows of whole 16-byte chunks. -1 when neither.
+int b_layout(const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b, int64_t b_bs,
+             int64_t b_rs, int64_t b_cs, int64_t batch) {
+  const bool batched = batch > 1;
+  if (!aligned16(a) || !aligned16(b) || a_cs != 1 || a_rs % 8 != 0 || (batched && (a_bs % 8 || b_bs % 8)))
+    return -1;
+  if (b_rs == 1 && b_cs % 8 == 0) return 0;
+  if (b_cs == 1 && b_rs % 8 == 0) return 1;
+  return -1;
+}
+
+template <class T, int kTransB>
+void launch(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t a_bs,
+            int64_t a_rs, const T* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, float beta, T* c,
+            int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
+  const int64_t tiles = ((m + BM - 1) / BM) * ((n + BN - 1) / BN);
+  if (tiles > INT32_MAX) throw ValueError("gemm: matrix too large for the CUDA grid");
+  // B read as (o = n, q = k).
+  const Operand<T> A{a, a_bs, a_rs, 1}, B{b, b_bs, b_cs, b_rs};
+  auto kernel = gemm_wgmma_kernel<T, kTransB>;
+  EMBER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  const bool c_pairs = c_cs == 1 && c_rs % 2 == 0 && (batch == 1 || c_bs % 2 == 0) &&
+                       reinterpret_cast<uintptr_t>(c) % 4 == 0;
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  kernel<<<grid, kThreads, kSmemBytes, stream>>>(batch, m, n, k, alpha, A, B, beta, c, c_bs, c_rs, c_cs, c_pairs);
+  EMBER_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void gemm_wgmma_typed(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+                      int64_t a_bs, int64_t a_rs, const T* b, int64_t b_bs, int64_t b_rs,
+                      int64_t b_cs, int trans_b, float beta, T* c, int64_t c_bs, int64_t c_rs,
+                      int64_t c_cs, cudaStream_t stream) {
+  if (trans_b) launch<T, 1>(batch, m, n, k, alpha, a, a_bs, a_rs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs, stream);
+  else launch<T, 0>(batch, m, n, k, alpha, a, a_bs, a_rs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs, stream);
+}
+
+}  // namespace
+
+bool wgmma_available(int device) {
+  if (device < 0) device = current_device_index();
+  static std::mutex mu;
+  static std::array<int8_t, 64> known{};  // 0 unknown, 1 yes, -1 no
+  if (device >= int(known.size())) return false;
+  std::lock_guard<std::mutex> lock(mu);
+  if (known[device] == 0) {
+    const cudaDeviceProp& p = properties(device);
+    int ok = 0;
+    if (p.major == 9 && p.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
+      // Plain cudaMalloc, once per device: the caching allocator's statistics stay
+      // those of the user's tensors.
+      DeviceScope scope(device);
+      int* flag = nullptr;
+      EMBER_CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
+      wgmma_probe_kernel<<<1, 1>>>(flag);
+      cudaError_t st = cudaGetLastError();
+      if (st == cudaSuccess) st = cudaMemcpy(&ok, flag, sizeof(int), cudaMemcpyDeviceToHost);
+      cudaFree(flag);
+      EMBER_CUDA_CHECK(st);
+    }
+    known[device] = ok == 1 ? 1 : -1;
+  }
+  return known[device] == 1;
+}
+
+bool gemm_wgmma_supports(DType dt, int64_t batch, const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                         const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs) {
+  return (dt == DType::Float16 || dt == DType::BFloat16) &&
+         b_layout(a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, batch) >= 0 && wgmma_available(-1);
+}
+
+void gemm_wgmma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
+  if (!gemm_wgmma_supports(dt, batch, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs))
+    throw ValueError("gemm_wgmma: needs float16 or bfloat16, a compute capability 9.0 device, a k-contiguous A "
+                     "and a k- or n-contiguous B in 16-byte aligned rows");
+  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;
+  const int trans_b = b_layout(a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, batch);
+  if (dt == DType::Float16)
+    gemm_wgmma_typed<Half>(batch, m, n, k, float(alpha), static_cast<const Half*>(a), a_bs, a_rs,
+                           static_cast<const Half*>(b), b_bs, b_rs, b_cs, trans_b, float(beta),
+                           static_cast<Half*>(c), c_bs, c_rs, c_cs, stream);
+  else
+    gemm_wgmma_typed<BFloat16>(batch, m, n, k, float(alpha), static_cast<const BFloat16*>(a), a_bs, a_rs,
+                               static_cast<const BFloat16*>(b), b_bs, b_rs, b_cs, trans_b, float(beta),
+                               static_cast<BFloat16*>(c), c_bs, c_rs, c_cs, stream);
+}
+
+}  // namespace ember::cuda
