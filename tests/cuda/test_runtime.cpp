@@ -256,21 +256,28 @@ TEST_CASE("large transfers crossing the 16 MiB staging chunk are bit-exact", "[c
 
 TEST_CASE("the pinned staging cache trims itself once back-to-back copies are done", "[cuda][runtime][transfer]") {
   // 24 non-blocking copies of 32 MiB queued behind long GPU work (float64 GEMMs of
-  // 8192^3, about 20 ms each): none can finish, so each takes two new 16 MiB
-  // staging buffers and the cache grows past its 256 MiB limit. Once they are done,
-  // the next copy's release trims it back to the limit. Every destination still
-  // holds its data.
+  // 8192^3, about 17 ms each on an H200): none can finish, so each takes two new
+  // 16 MiB staging buffers and the cache grows past its 256 MiB limit. Once they are
+  // done, the next copy's release trims it back to the limit. Every destination
+  // still holds its data. Queuing the copies costs the host a second or more
+  // (cudaHostAlloc pins each new buffer page by page), so the GEMMs queue about 3 s
+  // of work, and an event recorded after them says whether they were still running
+  // when the last copy was queued (the stream alone would also be busy with copies).
   const int64_t n = int64_t(8) << 20;  // float32: 32 MiB
   std::vector<Tensor> srcs;
   for (int i = 0; i < 24; ++i) srcs.push_back(full({n}, float(i)));
   const Tensor a = ones({8192, 8192}, {kFloat64, kCuda});
   cuda::synchronize();
   Tensor busy;
-  for (int i = 0; i < 50; ++i) busy = matmul(a, a);  // about 1 s of queued work
+  for (int i = 0; i < 180; ++i) busy = matmul(a, a);
+  cudaEvent_t gemms_done = nullptr;
+  REQUIRE(cudaEventCreateWithFlags(&gemms_done, cudaEventDisableTiming) == cudaSuccess);
+  REQUIRE(cudaEventRecord(gemms_done, cuda::stream(0)) == cudaSuccess);
   std::vector<Tensor> dsts;
   for (const Tensor& s : srcs) dsts.push_back(s.to(kCuda, /*non_blocking=*/true));
-  const bool still_busy = cudaStreamQuery(cuda::stream(0)) == cudaErrorNotReady;
+  const bool still_busy = cudaEventQuery(gemms_done) == cudaErrorNotReady;
   cudaGetLastError();
+  cudaEventDestroy(gemms_done);
   const size_t grown = cuda::pinned_cached_bytes();
   INFO("cached " << grown << " bytes with the copies queued");
   if (still_busy) CHECK(grown >= (size_t(24 * 32) << 20));
