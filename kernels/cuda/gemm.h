@@ -72,6 +72,7 @@ void gemm_tensor_core(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, 
 // whether a call qualifies; gemm_wgmma throws ValueError when it does not.
 // gemm_tensor_core takes this path whenever it qualifies (unless
 // EMBER_CUDA_WGMMA=0), gemm_mma_sync (gemm_mma.cu, any GPU, any strides) otherwise.
+// Its panels travel by cp.async, issued by the multiplying threads themselves.
 bool wgmma_available(int device = -1);
 bool gemm_wgmma_supports(DType dt, int64_t batch, const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
                          const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs);
@@ -83,6 +84,15 @@ void gemm_wgmma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double
                 const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
                 const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
                 void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+// gemm_wgmma_tma: the same tiles, with the panels moved by the bulk tensor copies
+// (TMA) of a producer warpgroup while two warpgroups only multiply (mbarrier
+// handshakes, no block-wide barrier). Operands with no tensor map (a broadcast or
+// overlapping batch, sizes from 2^31) take gemm_wgmma. Not yet run on a GPU, so not
+// the default: EMBER_CUDA_WGMMA=tma makes gemm_tensor_core use it.
+void gemm_wgmma_tma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                    const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                    const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                    void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
 
 // C = beta * C over `batch` m x n matrices (beta == 0 writes zeros without reading
 // C): the whole product when k == 0.

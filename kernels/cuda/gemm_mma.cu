@@ -392,13 +392,16 @@ void gemm_mma_typed(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
   else launch_mma<T, O, O>(batch, m, n, k, alpha, A, B, beta, c, c_bs, c_rs, c_cs, stream);
 }
 
-// EMBER_CUDA_WGMMA=0 keeps Hopper on this file's mma.sync kernel (read once).
-bool wgmma_enabled() {
-  static const bool on = [] {
+// EMBER_CUDA_WGMMA (read once): "0" keeps Hopper on this file's mma.sync kernel,
+// "tma" picks the bulk-copy wgmma kernel, anything else the cp.async one.
+enum class Wgmma { off, cp_async, tma };
+Wgmma wgmma_choice() {
+  static const Wgmma w = [] {
     const char* v = std::getenv("EMBER_CUDA_WGMMA");
-    return !(v && std::string(v) == "0");
+    const std::string s = v ? v : "";
+    return s == "0" ? Wgmma::off : s == "tma" ? Wgmma::tma : Wgmma::cp_async;
   }();
-  return on;
+  return w;
 }
 
 }  // namespace
@@ -408,9 +411,10 @@ void gemm_tensor_core(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, 
                       const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
                       void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;
-  if (wgmma_enabled() && gemm_wgmma_supports(dt, batch, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs)) {
-    gemm_wgmma(dt, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs,
-               stream);
+  const Wgmma w = wgmma_choice();
+  if (w != Wgmma::off && gemm_wgmma_supports(dt, batch, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs)) {
+    (w == Wgmma::tma ? gemm_wgmma_tma : gemm_wgmma)(dt, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs,
+                                                    b_cs, beta, c, c_bs, c_rs, c_cs, stream);
     return;
   }
   gemm_mma_sync(dt, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs, stream);

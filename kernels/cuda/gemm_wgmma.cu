@@ -37,6 +37,9 @@
 #include <mutex>
 #include <type_traits>
 
+#include <cuda.h>  // CUtensorMap and its enums (the encoder is reached through the runtime)
+#include <cudaTypedefs.h>
+
 #include "kernels/base/error.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm.h"
@@ -178,6 +181,71 @@ __device__ __forceinline__ void load_stage(uint32_t sa, const T* a, const Operan
     cp_async16(dst, src, int(valid) * 2);
   }
 }
+// The tile a block computes: blocks walk the tiles in bands of kGroupM tile rows, so
+// consecutive blocks share A's rows in L2.
+__device__ __forceinline__ void tile_origin(int64_t m, int64_t n, int64_t& m0, int64_t& n0) {
+  const int64_t m_tiles = (m + BM - 1) / BM, n_tiles = (n + BN - 1) / BN;
+  const int64_t bid = blockIdx.x, per_group = kGroupM * n_tiles;
+  const int64_t first_m = bid / per_group * kGroupM;
+  const int64_t group_rows = min(m_tiles - first_m, int64_t(kGroupM));
+  m0 = (first_m + (bid % per_group) % group_rows) * BM;
+  n0 = (bid % per_group) / group_rows * BN;
+}
+
+// One k panel's products for warpgroup wg: BK / 16 wgmma steps on the stage at `stage`.
+template <class T, int kTransB>
+__device__ __forceinline__ void multiply_stage(float (&d)[128], uint32_t stage, int wg) {
+  const uint32_t sa = stage + uint32_t(wg) * (64 * 128), sb = stage + kABytes;
+#pragma unroll
+  for (int j = 0; j < BK / 16; ++j) {
+    const uint64_t da = descriptor(sa + 32u * j, 16, 1024);
+    const uint64_t db = kTransB ? descriptor(sb + 2048u * j, 8192, 1024) : descriptor(sb + 32u * j, 16, 1024);
+    wgmma_m64n256k16<T, kTransB>(d, da, db);
+  }
+}
+
+// mbarrier operations (PTX ISA, "Parallel synchronization: mbarrier"): a barrier's
+// phase completes once its expected arrivals and transaction bytes are all in.
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Returns once the phase of parity `parity` has completed. A phase that never
+// completes (a copy that never lands, an arrival count that is off) would hang the
+// GPU and every process waiting on it; after 10 s of the global timer the kernel
+// traps instead, which the host sees as a launch failure.
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  uint64_t start = 0;
+  for (uint32_t spins = 0;; ++spins) {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.b32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (spins == 64) start = global_ns();  // the clock is read only by waits that are already long
+    if (spins > 64 && (spins & 1023) == 0 && global_ns() - start > 10'000'000'000ull) __trap();
+  }
+}
+// A 3-d box of `map` at (c0, c1, c2) into shared memory at dst; its bytes count
+// towards `bar`'s transaction. Parts of the box past the tensor's edge are zeros.
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
 #endif  // EMBER_WGMMA_DEVICE
 
 template <class T, int kTransB>
@@ -188,14 +256,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #ifdef EMBER_WGMMA_DEVICE
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // atoms are 1024-byte aligned
-  const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
-
-  const int64_t m_tiles = (m + BM - 1) / BM, n_tiles = (n + BN - 1) / BN;
-  const int64_t bid = blockIdx.x, per_group = kGroupM * n_tiles;
-  const int64_t first_m = bid / per_group * kGroupM;
-  const int64_t group_rows = min(m_tiles - first_m, int64_t(kGroupM));
-  const int64_t m0 = (first_m + (bid % per_group) % group_rows) * BM;
-  const int64_t n0 = (bid % per_group) / group_rows * BN;
+  const int wg = threadIdx.x >> 7;
+  int64_t m0, n0;
+  tile_origin(m, n, m0, n0);
   const int64_t k_tiles = (k + BK - 1) / BK;
 
   for (int64_t p = blockIdx.y; p < batch; p += gridDim.y) {
@@ -214,15 +277,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       cp_async_wait<STAGES - 2>();
       fence_proxy_async();
       __syncthreads();  // panel kt is in shared memory, for every thread and the async proxy
-      const uint32_t sa = base + uint32_t(kt % STAGES) * kStageBytes + uint32_t(wg) * (64 * 128);
-      const uint32_t sb = base + uint32_t(kt % STAGES) * kStageBytes + kABytes;
       wgmma_fence();
-#pragma unroll
-      for (int j = 0; j < BK / 16; ++j) {
-        const uint64_t da = descriptor(sa + 32u * j, 16, 1024);
-        const uint64_t db = kTransB ? descriptor(sb + 2048u * j, 8192, 1024) : descriptor(sb + 32u * j, 16, 1024);
-        wgmma_m64n256k16<T, kTransB>(d, da, db);
-      }
+      multiply_stage<T, kTransB>(d, base + uint32_t(kt % STAGES) * kStageBytes, wg);
       wgmma_commit();
       wgmma_wait<1>();  // this warpgroup's products on panel kt-1 are done
       __syncthreads();  // ... and the other warpgroup's: its stage may be refilled
@@ -235,29 +291,150 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async_wait<0>();
     __syncthreads();  // no copy or product still reads shared memory when the next entry starts
 
-    T* cp = c + p * c_bs;
-    const int64_t row0 = m0 + wg * 64 + warp * 16 + (lane >> 2);
+    // C = alpha * d + beta * C (accumulator layout in the file comment); beta == 0
+    // never reads C. Written out here rather than in a helper: as a function, even
+    // force-inlined, ptxas moved the accumulators to the stack.
+    {
+      T* cp = c + p * c_bs;
+      const int warp_in_wg = (threadIdx.x >> 5) & 3, lane_ = threadIdx.x & 31;
+      const int64_t row0 = m0 + wg * 64 + warp_in_wg * 16 + (lane_ >> 2);
 #pragma unroll
-    for (int i = 0; i < BN / 8; ++i) {
-      const int64_t col = n0 + i * 8 + 2 * (lane & 3);
+      for (int i = 0; i < BN / 8; ++i) {
+        const int64_t col = n0 + i * 8 + 2 * (lane_ & 3);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t row = row0 + 8 * h;
-        if (row >= m || col >= n) continue;
-        const float v0 = alpha * d[4 * i + 2 * h], v1 = alpha * d[4 * i + 2 * h + 1];
-        T* dst = cp + row * c_rs + col * c_cs;
-        if (c_pairs && col + 1 < n) {  // two neighbours in one 4-byte store
-          float w0 = v0, w1 = v1;
-          if (beta != 0.f) {
-            w0 += beta * to_acc(dst[0]);
-            w1 += beta * to_acc(dst[1]);
+        for (int h = 0; h < 2; ++h) {
+          const int64_t row = row0 + 8 * h;
+          if (row >= m || col >= n) continue;
+          const float v0 = alpha * d[4 * i + 2 * h], v1 = alpha * d[4 * i + 2 * h + 1];
+          T* dst = cp + row * c_rs + col * c_cs;
+          if (c_pairs && col + 1 < n) {  // two neighbours in one 4-byte store
+            float w0 = v0, w1 = v1;
+            if (beta != 0.f) {
+              w0 += beta * to_acc(dst[0]);
+              w1 += beta * to_acc(dst[1]);
+            }
+            *reinterpret_cast<uint32_t*>(dst) =
+                uint32_t(from_acc<T>(w0).bits) | (uint32_t(from_acc<T>(w1).bits) << 16);
+          } else {
+            *dst = from_acc<T>(beta != 0.f ? v0 + beta * to_acc(*dst) : v0);
+            if (col + 1 < n) {
+              T* d1 = dst + c_cs;
+              *d1 = from_acc<T>(beta != 0.f ? v1 + beta * to_acc(*d1) : v1);
+            }
           }
-          *reinterpret_cast<uint32_t*>(dst) = uint32_t(from_acc<T>(w0).bits) | (uint32_t(from_acc<T>(w1).bits) << 16);
+        }
+      }
+    }
+  }
+#endif  // EMBER_WGMMA_DEVICE
+}
+
+// The same tile with the copies moved off the multiplying threads: warpgroup 2 (one
+// thread of it) is the producer, issuing the tensor memory accelerator's bulk tensor
+// copies (cp.async.bulk.tensor) of each panel, which write the 128-byte swizzled
+// layout themselves and report their bytes to the stage's `full` mbarrier; the two
+// warpgroups (warps 0-7) only wait for `full`, multiply, and arrive on the stage's
+// `empty` mbarrier (one arrival per warp) once wgmma.wait_group says their products
+// on it are done. No block-wide barrier in the main loop: the copies of the next
+// panels overlap the products without any thread waiting on the other role.
+// Stage i's barriers pass phase r on its r-th use; both roles count uses across batch
+// entries, so a block's phases carry on from one matrix to the next. 384 threads
+// leave 170 registers each at launch; setmaxnreg then moves them from the producer
+// (down to 40) to the two multiplying warpgroups (up to 232: 128 accumulators and
+// the epilogue's addressing).
+constexpr int kTmaThreads = kThreads + 128;
+
+template <class T, int kTransB>
+__global__ void __launch_bounds__(kTmaThreads, 1)
+    gemm_wgmma_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                          int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+                          T* __restrict__ c, int64_t c_bs, int64_t c_rs, int64_t c_cs, bool c_pairs) {
+#ifdef EMBER_WGMMA_DEVICE
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ alignas(8) uint64_t full[STAGES], empty[STAGES];
+  const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(smem_addr(&full[s]), 1);   // the producer's arrive.expect_tx
+      mbar_init(smem_addr(&empty[s]), 8);  // one arrival per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  int64_t m0, n0;
+  tile_origin(m, n, m0, n0);
+  const int64_t k_tiles = (k + BK - 1) / BK;
+
+  if (warp >= kThreads / 32) {  // the producer warpgroup
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (threadIdx.x != kThreads) return;
+    uint32_t use = 0;  // panels issued so far, over every batch entry
+    for (int64_t p = blockIdx.y; p < batch; p += gridDim.y)
+      for (int64_t kt = 0; kt < k_tiles; ++kt, ++use) {
+        const uint32_t s = use % STAGES, round = use / STAGES;
+        if (round > 0) mbar_wait(smem_addr(&empty[s]), (round - 1) & 1);  // its last products are done
+        const uint32_t bar = smem_addr(&full[s]), stage = base + s * kStageBytes;
+        mbar_arrive_expect_tx(bar, kStageBytes);
+        const int k0 = int(kt * BK), pp = int(p);
+        tma_load(stage, &map_a, k0, int(m0), pp, bar);
+        if constexpr (kTransB) {
+#pragma unroll
+          for (int j = 0; j < BN / 64; ++j) tma_load(stage + kABytes + j * 8192, &map_b, int(n0) + 64 * j, k0, pp, bar);
         } else {
-          *dst = from_acc<T>(beta != 0.f ? v0 + beta * to_acc(*dst) : v0);
-          if (col + 1 < n) {
-            T* d1 = dst + c_cs;
-            *d1 = from_acc<T>(beta != 0.f ? v1 + beta * to_acc(*d1) : v1);
+          tma_load(stage + kABytes, &map_b, k0, int(n0), pp, bar);
+        }
+      }
+  } else {  // the two multiplying warpgroups
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    const int wg = warp >> 2;
+    uint32_t use = 0;
+    for (int64_t p = blockIdx.y; p < batch; p += gridDim.y) {
+      float d[128];
+  #pragma unroll
+      for (int i = 0; i < 128; ++i) d[i] = 0.f;
+      for (int64_t kt = 0; kt < k_tiles; ++kt, ++use) {
+        const uint32_t s = use % STAGES;
+        mbar_wait(smem_addr(&full[s]), (use / STAGES) & 1);
+        wgmma_fence();
+        multiply_stage<T, kTransB>(d, base + s * kStageBytes, wg);
+        wgmma_commit();
+        wgmma_wait<1>();  // the products on the previous panel are done: its stage is free
+        if (kt > 0 && lane == 0) mbar_arrive(smem_addr(&empty[(use + STAGES - 1) % STAGES]));
+      }
+      wgmma_wait<0>();
+      if (k_tiles > 0 && lane == 0) mbar_arrive(smem_addr(&empty[(use + STAGES - 1) % STAGES]));
+      // C = alpha * d + beta * C (accumulator layout in the file comment); beta == 0
+      // never reads C. Written out here rather than in a helper: as a function, even
+      // force-inlined, ptxas moved the accumulators to the stack.
+      {
+        T* cp = c + p * c_bs;
+        const int warp_in_wg = (threadIdx.x >> 5) & 3, lane_ = threadIdx.x & 31;
+        const int64_t row0 = m0 + wg * 64 + warp_in_wg * 16 + (lane_ >> 2);
+  #pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+          const int64_t col = n0 + i * 8 + 2 * (lane_ & 3);
+  #pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int64_t row = row0 + 8 * h;
+            if (row >= m || col >= n) continue;
+            const float v0 = alpha * d[4 * i + 2 * h], v1 = alpha * d[4 * i + 2 * h + 1];
+            T* dst = cp + row * c_rs + col * c_cs;
+            if (c_pairs && col + 1 < n) {  // two neighbours in one 4-byte store
+              float w0 = v0, w1 = v1;
+              if (beta != 0.f) {
+                w0 += beta * to_acc(dst[0]);
+                w1 += beta * to_acc(dst[1]);
+              }
+              *reinterpret_cast<uint32_t*>(dst) =
+                  uint32_t(from_acc<T>(w0).bits) | (uint32_t(from_acc<T>(w1).bits) << 16);
+            } else {
+              *dst = from_acc<T>(beta != 0.f ? v0 + beta * to_acc(*dst) : v0);
+              if (col + 1 < n) {
+                T* d1 = dst + c_cs;
+                *d1 = from_acc<T>(beta != 0.f ? v1 + beta * to_acc(*d1) : v1);
+              }
+            }
           }
         }
       }
@@ -297,13 +474,80 @@ void launch(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const T
   EMBER_CUDA_CHECK_LAUNCH();
 }
 
+// cuTensorMapEncodeTiled, a driver function, reached through the runtime so that
+// Ember links no libcuda; null when the driver lacks it.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      f = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A tensor map of `batch` matrices of 16-bit elements, each `outer` rows of `inner`
+// contiguous elements, read in boxes of box_inner x box_outer into the 128-byte
+// swizzle. False (the cp.async kernel then runs) when the bulk copy cannot describe
+// the operand: a broadcast or overlapping batch, a size past its 32-bit coordinates,
+// or a driver without the encoder.
+bool encode_map(CUtensorMap& map, DType dt, const void* ptr, int64_t inner, int64_t outer, int64_t batch,
+                int64_t outer_stride, int64_t batch_stride, uint32_t box_inner, uint32_t box_outer) {
+  const auto encode = tensor_map_encoder();
+  if (!encode || inner >= INT32_MAX || outer >= INT32_MAX || batch >= INT32_MAX) return false;
+  if (batch == 1) batch_stride = outer_stride * outer;  // never stepped over; any valid value
+  if (batch_stride < outer_stride * outer || batch_stride * 2 >= (int64_t(1) << 40)) return false;
+  const cuuint64_t dims[3] = {cuuint64_t(inner), cuuint64_t(outer), cuuint64_t(batch)};
+  const cuuint64_t strides[2] = {cuuint64_t(outer_stride * 2), cuuint64_t(std::max<int64_t>(batch_stride, 1) * 2)};
+  const cuuint32_t box[3] = {box_inner, box_outer, 1}, steps[3] = {1, 1, 1};
+  const CUresult r = encode(&map, dt == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                            3, const_cast<void*>(ptr), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
+// The bulk-copy kernel when both operands have tensor maps; false otherwise.
+template <class T, int kTransB>
+bool launch_tma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t a_bs,
+                int64_t a_rs, const T* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, float beta, T* c, int64_t c_bs,
+                int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
+  CUtensorMap map_a, map_b;
+  if (!encode_map(map_a, dt, a, k, m, batch, a_rs, a_bs, BK, BM)) return false;
+  const bool b_ok = kTransB ? encode_map(map_b, dt, b, n, k, batch, b_rs, b_bs, 64, BK)   // [k][n]: 64 x 64 boxes
+                            : encode_map(map_b, dt, b, k, n, batch, b_cs, b_bs, BK, BN);  // [n][k]
+  if (!b_ok) return false;
+  const int64_t tiles = ((m + BM - 1) / BM) * ((n + BN - 1) / BN);
+  if (tiles > INT32_MAX) throw ValueError("gemm: matrix too large for the CUDA grid");
+  auto kernel = gemm_wgmma_tma_kernel<T, kTransB>;
+  EMBER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  const bool c_pairs = c_cs == 1 && c_rs % 2 == 0 && (batch == 1 || c_bs % 2 == 0) &&
+                       reinterpret_cast<uintptr_t>(c) % 4 == 0;
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  kernel<<<grid, kTmaThreads, kSmemBytes, stream>>>(map_a, map_b, batch, m, n, k, alpha, beta, c, c_bs, c_rs, c_cs,
+                                                    c_pairs);
+  EMBER_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
 template <class T>
-void gemm_wgmma_typed(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
-                      int64_t a_bs, int64_t a_rs, const T* b, int64_t b_bs, int64_t b_rs,
-                      int64_t b_cs, int trans_b, float beta, T* c, int64_t c_bs, int64_t c_rs,
-                      int64_t c_cs, cudaStream_t stream) {
-  if (trans_b) launch<T, 1>(batch, m, n, k, alpha, a, a_bs, a_rs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs, stream);
-  else launch<T, 0>(batch, m, n, k, alpha, a, a_bs, a_rs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs, stream);
+void gemm_wgmma_typed(DType dt, bool tma, int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+                      int64_t a_bs, int64_t a_rs, const T* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, int trans_b,
+                      float beta, T* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
+  if (trans_b) {
+    if (!(tma && launch_tma<T, 1>(dt, batch, m, n, k, alpha, a, a_bs, a_rs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs,
+                                  c_cs, stream)))
+      launch<T, 1>(batch, m, n, k, alpha, a, a_bs, a_rs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs, stream);
+  } else {
+    if (!(tma && launch_tma<T, 0>(dt, batch, m, n, k, alpha, a, a_bs, a_rs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs,
+                                  c_cs, stream)))
+      launch<T, 0>(batch, m, n, k, alpha, a, a_bs, a_rs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs, stream);
+  }
 }
 
 }  // namespace
@@ -340,23 +584,43 @@ bool gemm_wgmma_supports(DType dt, int64_t batch, const void* a, int64_t a_bs, i
          b_layout(a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, batch) >= 0 && wgmma_available(-1);
 }
 
-void gemm_wgmma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
-                const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
-                const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
-                void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
+namespace {
+
+void gemm_wgmma_impl(bool tma, DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                     const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs, const void* b, int64_t b_bs,
+                     int64_t b_rs, int64_t b_cs, double beta, void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs,
+                     cudaStream_t stream) {
   if (!gemm_wgmma_supports(dt, batch, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs))
     throw ValueError("gemm_wgmma: needs float16 or bfloat16, a compute capability 9.0 device, a k-contiguous A "
                      "and a k- or n-contiguous B in 16-byte aligned rows");
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;
   const int trans_b = b_layout(a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, batch);
   if (dt == DType::Float16)
-    gemm_wgmma_typed<Half>(batch, m, n, k, float(alpha), static_cast<const Half*>(a), a_bs, a_rs,
+    gemm_wgmma_typed<Half>(dt, tma, batch, m, n, k, float(alpha), static_cast<const Half*>(a), a_bs, a_rs,
                            static_cast<const Half*>(b), b_bs, b_rs, b_cs, trans_b, float(beta),
                            static_cast<Half*>(c), c_bs, c_rs, c_cs, stream);
   else
-    gemm_wgmma_typed<BFloat16>(batch, m, n, k, float(alpha), static_cast<const BFloat16*>(a), a_bs, a_rs,
+    gemm_wgmma_typed<BFloat16>(dt, tma, batch, m, n, k, float(alpha), static_cast<const BFloat16*>(a), a_bs, a_rs,
                                static_cast<const BFloat16*>(b), b_bs, b_rs, b_cs, trans_b, float(beta),
                                static_cast<BFloat16*>(c), c_bs, c_rs, c_cs, stream);
+}
+
+}  // namespace
+
+void gemm_wgmma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
+  gemm_wgmma_impl(false, dt, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs,
+                  stream);
+}
+
+void gemm_wgmma_tma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                    const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
+                    const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
+                    void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream) {
+  gemm_wgmma_impl(true, dt, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs,
+                  c_cs, stream);
 }
 
 }  // namespace ember::cuda

@@ -425,18 +425,22 @@ TEST_CASE("the tensor-core GEMM's grouped tile order with more than 8 tile rows"
     }
 }
 
-TEST_CASE("the Hopper wgmma GEMM and the mma.sync GEMM each match a float64 reference", "[cuda][gemm][wgmma]") {
-  // gemm_native sends qualifying half-type products to gemm_wgmma on a compute
-  // capability 9.0 GPU, so each kernel is also called by name here: the mma.sync one
-  // on every GPU, the wgmma one where it runs. Sizes: one exact 128 x 256 tile, tiles
-  // cut in m, n and k (k = 1000 is 15 panels of 64 plus 40, past the 4-stage ring),
-  // single rows and columns; B row-major (n-contiguous, wgmma's transposed B) and
-  // column-major (k-contiguous); alpha and beta with C in a padded view.
+namespace {
+
+const char* kernel_name(GemmFn fn) {
+  return fn == &cuda::gemm_mma_sync ? "mma.sync" : fn == &cuda::gemm_wgmma ? "wgmma (cp.async)" : "wgmma (bulk copies)";
+}
+
+// The half-type GEMM kernels called by name against a float64 reference. Sizes: one
+// exact 128 x 256 tile, tiles cut in m, n and k (k = 1000 is 15 panels of 64 plus 40,
+// past the 4-stage ring), single rows and columns; B row-major (n-contiguous, wgmma's
+// transposed B) and column-major (k-contiguous); alpha and beta with C in a padded
+// view, whose padding must stay untouched. A wgmma kernel off Hopper must refuse.
+void check_half_gemms(std::initializer_list<GemmFn> fns, uint64_t seed) {
   const std::vector<Dims> sizes = {{128, 256, 64}, {300, 520, 200}, {1, 8, 8}, {257, 255, 1000}, {640, 24, 16}};
-  std::mt19937_64 rng(53);
+  std::mt19937_64 rng(seed);
   const cudaStream_t stream = cuda::stream(0);
   const bool hopper = cuda::wgmma_available();
-  if (!hopper) WARN("no compute capability 9.0 device running sm_90a code: gemm_wgmma is checked for its refusal only");
   for (DType dt : {kFloat16, kBFloat16})
     for (const Dims& d : sizes)
       for (Mem mb : {Mem::aligned_rows, Mem::aligned_cols})
@@ -447,11 +451,9 @@ TEST_CASE("the Hopper wgmma GEMM and the mma.sync GEMM each match a float64 refe
           const Both b = operand(batch, d.k, d.n, dt, mb, rng, -1, 1);
           const Both c0 = operand(batch, d.m, d.n, dt, Mem::padded, rng, -1, 1);
           const std::vector<double> want = gemm_reference(a.cpu, b.cpu, c0.cpu, alpha, beta);
-          for (GemmFn fn : {&cuda::gemm_mma_sync, &cuda::gemm_wgmma}) {
-            const bool wgmma = fn == &cuda::gemm_wgmma;
-            INFO((wgmma ? "wgmma " : "mma.sync ") << ref::str(dt) << " batch " << batch << " m " << d.m << " n "
-                                                 << d.n << " k " << d.k << ", B " << mem_name(mb) << ", alpha "
-                                                 << alpha << " beta " << beta);
+          for (GemmFn fn : fns) {
+            INFO(kernel_name(fn) << " " << ref::str(dt) << " batch " << batch << " m " << d.m << " n " << d.n << " k "
+                                 << d.k << ", B " << mem_name(mb) << ", alpha " << alpha << " beta " << beta);
             Tensor base = c0.base_cpu.clone();
             if (beta == 0) base.fill_(NAN);
             Tensor cb = base.to(kCuda);
@@ -461,7 +463,7 @@ TEST_CASE("the Hopper wgmma GEMM and the mma.sync GEMM each match a float64 refe
                  b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), beta, c.data_ptr(),
                  c.stride(0), c.stride(1), c.stride(2), stream);
             };
-            if (wgmma && !hopper) {
+            if (fn != &cuda::gemm_mma_sync && !hopper) {
               CHECK_THROWS_AS(call(), ValueError);
               continue;
             }
@@ -476,7 +478,33 @@ TEST_CASE("the Hopper wgmma GEMM and the mma.sync GEMM each match a float64 refe
                   "");
           }
         }
+  // A broadcast A (batch stride 0): no tensor map describes it, so the bulk-copy
+  // kernel hands it to the cp.async one.
+  if (!hopper) return;
+  const Both a1 = operand(1, 200, 72, kBFloat16, Mem::aligned_rows, rng, -1, 1);
+  const Both b2 = operand(2, 72, 136, kBFloat16, Mem::aligned_rows, rng, -1, 1);
+  for (GemmFn fn : fns) {
+    INFO(kernel_name(fn) << ", A broadcast over a batch of 2");
+    Tensor c = full({2, 200, 136}, NAN, {kBFloat16, kCuda});
+    fn(kBFloat16, 2, 200, 136, 72, 1.0, a1.gpu.data_ptr(), 0, a1.gpu.stride(1), 1, b2.gpu.data_ptr(), b2.gpu.stride(0),
+       b2.gpu.stride(1), 1, 0.0, c.data_ptr(), 200 * 136, 136, 1, stream);
+    wait_for_gpu();
+    CHECK(rel_norm_error(c.cpu(), gemm_reference(a1.cpu.expand({2, 200, 72}), b2.cpu, c.cpu(), 1.0, 0.0)) <=
+          gemm_bound(kBFloat16));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the Hopper wgmma GEMM and the mma.sync GEMM each match a float64 reference", "[cuda][gemm][wgmma]") {
+  // gemm_native sends qualifying half-type products to gemm_wgmma on a compute
+  // capability 9.0 GPU, so each kernel is also called by name here: the mma.sync one
+  // on every GPU, the wgmma one where it runs.
+  if (!cuda::wgmma_available())
+    WARN("no compute capability 9.0 device running sm_90a code: gemm_wgmma is checked for its refusal only");
+  check_half_gemms({&cuda::gemm_mma_sync, &cuda::gemm_wgmma}, 53);
   // Layouts the wgmma kernel does not read are refused, not misread.
+  std::mt19937_64 rng(54);
   const Both a = operand(1, 16, 16, kFloat16, Mem::cols, rng, -1, 1);
   const Both b = operand(1, 16, 16, kFloat16, Mem::rows, rng, -1, 1);
   CHECK_FALSE(cuda::gemm_wgmma_supports(kFloat16, 1, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1),
@@ -681,4 +709,11 @@ TEST_CASE("native conv2d in several im2col chunks matches the CPU", "[cuda][conv
     CHECK(conv_diff(gw, rw, mw, dt) == "");
     CHECK(conv_diff(gb, rb, mb, dt) == "");
   }
+}
+
+// Last in the file: the bulk-copy wgmma kernel has not run on a GPU yet, and if its
+// mbarrier handshake were wrong it would stop at its 10 s watchdog with a launch
+// failure that ends this program; every other case above has run by then.
+TEST_CASE("the bulk-copy (TMA) wgmma GEMM matches a float64 reference", "[cuda][gemm][wgmma][tma]") {
+  check_half_gemms({&cuda::gemm_wgmma_tma}, 59);
 }
