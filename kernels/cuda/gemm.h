@@ -93,6 +93,9 @@ void gemm_wgmma_tma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, do
                     const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,
                     const void* b, int64_t b_bs, int64_t b_rs, int64_t b_cs, double beta,
                     void* c, int64_t c_bs, int64_t c_rs, int64_t c_cs, cudaStream_t stream);
+// How many times the bulk-copy kernel itself was launched in this process (a call
+// that fell back to cp.async does not count): lets a test prove it ran.
+int64_t gemm_wgmma_tma_launches();
 
 // C = beta * C over `batch` m x n matrices (beta == 0 writes zeros without reading
 // C): the whole product when k == 0.

@@ -33,6 +33,7 @@
 // pass); only the sm_90a code has a kernel body. wgmma_available() runs a probe once
 // per device that says which of the two the driver loaded.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
@@ -339,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // panels overlap the products without any thread waiting on the other role.
 // Stage i's barriers pass phase r on its r-th use; both roles count uses across batch
 // entries, so a block's phases carry on from one matrix to the next. 384 threads
-// leave 170 registers each at launch; setmaxnreg then moves them from the producer
+// leave 168 registers each at launch; setmaxnreg then moves them from the producer
 // (down to 40) to the two multiplying warpgroups (up to 232: 128 accumulators and
 // the epilogue's addressing).
 constexpr int kTmaThreads = kThreads + 128;
@@ -369,18 +370,23 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   if (warp >= kThreads / 32) {  // the producer warpgroup
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (threadIdx.x != kThreads) return;
+    // An n-contiguous B comes in 64-column boxes; those wholly past n are not
+    // issued (whether the copy engine counts the bytes of a box entirely outside the
+    // tensor is not documented): their columns of shared memory keep older data, which
+    // only reaches output columns past n, never stored.
+    const int b_boxes = kTransB ? int(min(int64_t(BN / 64), (n - n0 + 63) / 64)) : 1;
+    const uint32_t stage_bytes = kTransB ? kABytes + b_boxes * 8192 : kStageBytes;
     uint32_t use = 0;  // panels issued so far, over every batch entry
     for (int64_t p = blockIdx.y; p < batch; p += gridDim.y)
       for (int64_t kt = 0; kt < k_tiles; ++kt, ++use) {
         const uint32_t s = use % STAGES, round = use / STAGES;
         if (round > 0) mbar_wait(smem_addr(&empty[s]), (round - 1) & 1);  // its last products are done
         const uint32_t bar = smem_addr(&full[s]), stage = base + s * kStageBytes;
-        mbar_arrive_expect_tx(bar, kStageBytes);
+        mbar_arrive_expect_tx(bar, stage_bytes);  // a box partly past an edge counts whole
         const int k0 = int(kt * BK), pp = int(p);
         tma_load(stage, &map_a, k0, int(m0), pp, bar);
         if constexpr (kTransB) {
-#pragma unroll
-          for (int j = 0; j < BN / 64; ++j) tma_load(stage + kABytes + j * 8192, &map_b, int(n0) + 64 * j, k0, pp, bar);
+          for (int j = 0; j < b_boxes; ++j) tma_load(stage + kABytes + j * 8192, &map_b, int(n0) + 64 * j, k0, pp, bar);
         } else {
           tma_load(stage + kABytes, &map_b, k0, int(n0), pp, bar);
         }
@@ -512,6 +518,8 @@ bool encode_map(CUtensorMap& map, DType dt, const void* ptr, int64_t inner, int6
   return r == CUDA_SUCCESS;
 }
 
+std::atomic<int64_t> tma_launches{0};  // for tests: did the bulk-copy kernel run
+
 // The bulk-copy kernel when both operands have tensor maps; false otherwise.
 template <class T, int kTransB>
 bool launch_tma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t a_bs,
@@ -525,6 +533,12 @@ bool launch_tma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, float 
   const int64_t tiles = ((m + BM - 1) / BM) * ((n + BN - 1) / BN);
   if (tiles > INT32_MAX) throw ValueError("gemm: matrix too large for the CUDA grid");
   auto kernel = gemm_wgmma_tma_kernel<T, kTransB>;
+  // setmaxnreg.inc waits until the block's pool has the registers it asks for: with
+  // fewer than 168 per thread at launch (a future edit, another compiler) the
+  // multipliers would wait forever. Such a build takes the cp.async kernel instead.
+  cudaFuncAttributes attr{};
+  EMBER_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  if (attr.numRegs * kTmaThreads < 128 * 40 + 256 * 232) return false;
   EMBER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   const bool c_pairs = c_cs == 1 && c_rs % 2 == 0 && (batch == 1 || c_bs % 2 == 0) &&
                        reinterpret_cast<uintptr_t>(c) % 4 == 0;
@@ -532,6 +546,7 @@ bool launch_tma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, float 
   kernel<<<grid, kTmaThreads, kSmemBytes, stream>>>(map_a, map_b, batch, m, n, k, alpha, beta, c, c_bs, c_rs, c_cs,
                                                     c_pairs);
   EMBER_CUDA_CHECK_LAUNCH();
+  tma_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -614,6 +629,8 @@ void gemm_wgmma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double
   gemm_wgmma_impl(false, dt, batch, m, n, k, alpha, a, a_bs, a_rs, a_cs, b, b_bs, b_rs, b_cs, beta, c, c_bs, c_rs, c_cs,
                   stream);
 }
+
+int64_t gemm_wgmma_tma_launches() { return tma_launches.load(std::memory_order_relaxed); }
 
 void gemm_wgmma_tma(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
                     const void* a, int64_t a_bs, int64_t a_rs, int64_t a_cs,

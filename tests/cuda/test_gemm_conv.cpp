@@ -467,8 +467,11 @@ void check_half_gemms(std::initializer_list<GemmFn> fns, uint64_t seed) {
               CHECK_THROWS_AS(call(), ValueError);
               continue;
             }
+            const int64_t launches = cuda::gemm_wgmma_tma_launches();
             call();
             wait_for_gpu();
+            // The bulk-copy entry must have run its own kernel, not the cp.async fallback.
+            if (fn == &cuda::gemm_wgmma_tma) CHECK(cuda::gemm_wgmma_tma_launches() == launches + 1);
             const double err = rel_norm_error(c.cpu(), want);
             INFO("relative error norm " << err);
             CHECK(err <= gemm_bound(dt));
@@ -486,9 +489,11 @@ void check_half_gemms(std::initializer_list<GemmFn> fns, uint64_t seed) {
   for (GemmFn fn : fns) {
     INFO(kernel_name(fn) << ", A broadcast over a batch of 2");
     Tensor c = full({2, 200, 136}, NAN, {kBFloat16, kCuda});
+    const int64_t launches = cuda::gemm_wgmma_tma_launches();
     fn(kBFloat16, 2, 200, 136, 72, 1.0, a1.gpu.data_ptr(), 0, a1.gpu.stride(1), 1, b2.gpu.data_ptr(), b2.gpu.stride(0),
        b2.gpu.stride(1), 1, 0.0, c.data_ptr(), 200 * 136, 136, 1, stream);
     wait_for_gpu();
+    CHECK(cuda::gemm_wgmma_tma_launches() == launches);  // the cp.async kernel took it
     CHECK(rel_norm_error(c.cpu(), gemm_reference(a1.cpu.expand({2, 200, 72}), b2.cpu, c.cpu(), 1.0, 0.0)) <=
           gemm_bound(kBFloat16));
   }
@@ -716,4 +721,23 @@ TEST_CASE("native conv2d in several im2col chunks matches the CPU", "[cuda][conv
 // failure that ends this program; every other case above has run by then.
 TEST_CASE("the bulk-copy (TMA) wgmma GEMM matches a float64 reference", "[cuda][gemm][wgmma][tma]") {
   check_half_gemms({&cuda::gemm_wgmma_tma}, 59);
+  if (!cuda::wgmma_available()) return;
+  // 65537 matrices: the grid's second side stops at 65535, so two blocks each take two
+  // batch entries and carry their mbarrier phases from one matrix to the next.
+  std::mt19937_64 rng(61);
+  const int64_t batch = 65537, m = 16, n = 16, k = 16;
+  const cudaStream_t stream = cuda::stream(0);
+  for (Mem mb : {Mem::aligned_rows, Mem::aligned_cols}) {
+    INFO("batch " << batch << ", B " << mem_name(mb));
+    const Both a = operand(batch, m, k, kFloat16, Mem::aligned_rows, rng, -1, 1);
+    const Both b = operand(batch, k, n, kFloat16, mb, rng, -1, 1);
+    Tensor c = full({batch, m, n}, NAN, {kFloat16, kCuda});
+    const int64_t launches = cuda::gemm_wgmma_tma_launches();
+    cuda::gemm_wgmma_tma(kFloat16, batch, m, n, k, 1.0, a.gpu.data_ptr(), a.gpu.stride(0), a.gpu.stride(1),
+                         a.gpu.stride(2), b.gpu.data_ptr(), b.gpu.stride(0), b.gpu.stride(1), b.gpu.stride(2), 0.0,
+                         c.data_ptr(), m * n, n, 1, stream);
+    wait_for_gpu();
+    CHECK(cuda::gemm_wgmma_tma_launches() == launches + 1);
+    CHECK(rel_norm_error(c.cpu(), gemm_reference(a.cpu, b.cpu, c.cpu(), 1.0, 0.0)) <= gemm_bound(kFloat16));
+  }
 }
