@@ -37,10 +37,12 @@ void pad_rows(const PadGeometry& g, const int64_t* maps, const U* x, U* y, U fil
       for (int64_t j = 0; j < n; ++j) yr[j] = fill;
       return;
     }
-    const U* xr = x + off;
+    // The offset stays an integer until an element is read: an empty input may have
+    // no data pointer (x + off would be undefined), and then every last-dim map
+    // entry is -1, so nothing is read.
     for (int64_t j = 0; j < n; ++j) {
       const int64_t s = last_map[j];
-      yr[j] = s < 0 ? fill : xr[s * last_stride];
+      yr[j] = s < 0 ? fill : x[off + s * last_stride];
     }
   });
 }

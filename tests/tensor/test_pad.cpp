@@ -137,4 +137,10 @@ TEST_CASE("pad raises the documented errors", "[ops][pad][errors]") {
                        Message("fill_: value inf cannot be converted to int64 without overflow"));
   // Constant padding of an empty dim is fine: all of it is the constant.
   CHECK(pad(zeros({0, 2}), {{1, 1}, {0, 0}}, PadMode::Constant, 4).to_vector<float>() == std::vector<float>(4, 4.0f));
+  // ... also when the empty dim is the last one, so that the other dims' maps give
+  // rows a non-zero input offset into an input with no data (the ONNX fuzz target
+  // found this as an AveragePool with auto_pad over a width-0 image; UBSan flagged
+  // the pointer the offset was added to).
+  CHECK(pad(zeros({2, 3, 0}), {{0, 0}, {0, 0}, {1, 1}}, PadMode::Constant, 5).to_vector<float>() ==
+        std::vector<float>(12, 5.0f));
 }
