@@ -12,14 +12,9 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernels/base/host_device.h"
 #include "kernels/base/vec_erf.h"
 #include "kernels/base/vec_math.h"
-
-#if defined(__CUDACC__)
-#define EMBER_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define EMBER_HOST_DEVICE inline
-#endif
 
 namespace ember::functors {
 
