@@ -1,5 +1,7 @@
 // The cuda_conv suite: 2-D convolution on device buffers, Ember's own kernels
-// (cuda::conv2d_*_native) against cuDNN (cuda::conv2d_*_cudnn), forward, backward
+// (cuda::conv2d_*_native, im2col + GEMM, and for the layers with few output
+// channels also cuda::conv2d_*_direct, in rows marked "direct") against cuDNN
+// (cuda::conv2d_*_cudnn), forward, backward
 // to the input and backward to the weight (and bias), in microseconds per call
 // (lower is better; microseconds, since the table prints peers and floors to one
 // decimal), float32. Shapes: the seed network's two convolutions at batch 1000
@@ -57,10 +59,22 @@ Buffers make(const Conv2dShape& s, Device d) {
   return b;
 }
 
-// One pass through the native kernels (cudnn = false) or cuDNN, queued on Ember's stream.
-void call(Pass p, bool cudnn, const Conv2dShape& s, Buffers& b) {
+enum class Impl { native, direct, cudnn };
+
+// One pass through one implementation, queued on Ember's stream.
+void call(Pass p, Impl impl, const Conv2dShape& s, Buffers& b) {
   cudaStream_t st = cuda::stream();
-  if (cudnn) {
+  if (impl == Impl::direct) {
+    if (p == Pass::forward)
+      cuda::conv2d_forward_direct(kFloat32, s, b.x.data_ptr(), b.w.data_ptr(), b.bias.data_ptr(), b.y.data_ptr(), st);
+    else if (p == Pass::backward_input)
+      cuda::conv2d_backward_input_direct(kFloat32, s, b.gy.data_ptr(), b.w.data_ptr(), b.gx.data_ptr(), st);
+    else
+      cuda::conv2d_backward_weight_direct(kFloat32, s, b.gy.data_ptr(), b.x.data_ptr(), b.gw.data_ptr(),
+                                          b.gb.data_ptr(), st);
+    return;
+  }
+  if (impl == Impl::cudnn) {
     if (p == Pass::forward)
       cuda::conv2d_forward_cudnn(kFloat32, s, b.x.data_ptr(), b.w.data_ptr(), b.bias.data_ptr(), b.y.data_ptr(), st);
     else if (p == Pass::backward_input)
@@ -114,10 +128,12 @@ void run(const Options& opt, Report& report) {
   manual_seed(14);
   const bool have_cudnn = cuda::conv2d_have_cudnn();
   if (have_cudnn)
-    std::printf("cuda_conv: ember = cuda::conv2d_*_native, peer = cuda::conv2d_*_cudnn; us per call, lower is "
-                "better (ember/peer > 1: slower than cuDNN; ember/floor: times the floor)\n");
+    std::printf("cuda_conv: ember = cuda::conv2d_*_native (rows marked direct: cuda::conv2d_*_direct), peer = "
+                "cuda::conv2d_*_cudnn; us per call, lower is better (ember/peer > 1: slower than cuDNN; "
+                "ember/floor: times the floor)\n");
   else
-    std::printf("cuda_conv: ember = cuda::conv2d_*_native; peer: none (built without cuDNN); us per call\n");
+    std::printf("cuda_conv: ember = cuda::conv2d_*_native (rows marked direct: cuda::conv2d_*_direct); peer: none "
+                "(built without cuDNN); us per call\n");
   const Layer layers[] = {{"1->6 5x5 28x28 b=1000", shape(1000, 1, 28, 6, 5, 0)},
                           {"6->12 5x5 12x12 b=1000", shape(1000, 6, 12, 12, 5, 0)},
                           {"64->64 3x3 56x56 b=32", shape(32, 64, 56, 64, 3, 1)}};
@@ -128,28 +144,37 @@ void run(const Options& opt, Report& report) {
         const std::string name = std::string(l.name) + " " + pass_name(p);
         cuda_case(report, "cuda_conv " + name, [&] {
           const Tensor want = cpu_reference(p, l.s, b);
-          call(p, false, l.s, b);
           // The weight gradient sums over batch and space (576,000 terms for conv1), so
           // the summation order shows more there.
-          check_close(report, "conv " + name + " native vs CPU", result(p, b), want,
-                      p == Pass::backward_weight ? 1e-3 : 1e-4);
+          const double tol = p == Pass::backward_weight ? 1e-3 : 1e-4;
+          call(p, Impl::native, l.s, b);
+          check_close(report, "conv " + name + " native vs CPU", result(p, b), want, tol);
+          const bool direct = cuda::conv2d_direct_suits(l.s);
+          if (direct) {
+            call(p, Impl::direct, l.s, b);
+            check_close(report, "conv " + name + " direct vs CPU", result(p, b), want, tol);
+          }
           if (have_cudnn) {
-            call(p, true, l.s, b);
+            call(p, Impl::cudnn, l.s, b);
             // Ember asks cuDNN for FMA math in float32 (no TF32), but its FFT and
             // Winograd algorithms round differently from a direct sum: 1e-3.
             check_close(report, "conv " + name + " cuDNN vs CPU", result(p, b), want, 1e-3);
           }
-          Record r;
-          r.suite = "cuda_conv";
-          r.case_name = name;
-          r.unit = "us/call (lower is better)";
-          r.ember = 1e3 * cuda_measure([&] { call(p, false, l.s, b); }).median_ms;
-          if (have_cudnn) {
-            r.peer_name = "cudnn";
-            r.peer = 1e3 * cuda_measure([&] { call(p, true, l.s, b); }).median_ms;
+          const double cudnn_us = have_cudnn ? 1e3 * cuda_measure([&] { call(p, Impl::cudnn, l.s, b); }).median_ms : 0;
+          for (Impl impl : {Impl::native, Impl::direct}) {
+            if (impl == Impl::direct && !direct) continue;
+            Record r;
+            r.suite = "cuda_conv";
+            r.case_name = impl == Impl::direct ? name + " direct" : name;
+            r.unit = "us/call (lower is better)";
+            r.ember = 1e3 * cuda_measure([&] { call(p, impl, l.s, b); }).median_ms;
+            if (have_cudnn) {
+              r.peer_name = "cudnn";
+              r.peer = cudnn_us;
+            }
+            r.floor = floor_us(p, l.s);
+            report.add(std::move(r));
           }
-          r.floor = floor_us(p, l.s);
-          report.add(std::move(r));
         });
       }
     });

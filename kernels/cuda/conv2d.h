@@ -3,10 +3,14 @@
 // contiguous; grad_x, grad_weight and grad_bias are overwritten, never accumulated.
 // dt is Float32, Float64, Float16 or BFloat16 (the half types accumulate in float32).
 //
-// Two implementations: native (im2col into scratch memory, chunked over the batch,
-// then cuda::gemm; conv2d.cu) and cuDNN (cudnn_conv.cpp, when the build has it). The
-// plain entry points use cuDNN when the build has it, the native kernels when it does
-// not or when EMBER_KERNELS=native.
+// Three implementations: native (im2col into scratch memory, chunked over the batch,
+// then cuda::gemm; conv2d.cu), direct (a thread per output, per input-gradient
+// element and per slice of a weight's sum; conv2d_direct.cu) and cuDNN
+// (cudnn_conv.cpp, when the build has it). The plain entry points run the native
+// kernels, unless opted in (each variable read once): EMBER_CUDNN=1 picks cuDNN in a
+// build that has it (not with EMBER_KERNELS=native), else EMBER_CUDA_CONV=direct picks
+// the direct kernels for the shapes conv2d_direct_suits accepts. Neither opt-in path
+// has run on a GPU yet (docs/kernels-cuda.md).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -32,6 +36,18 @@ void conv2d_forward_native(DType dt, const Conv2dShape& s, const void* x, const 
 void conv2d_backward_input_native(DType dt, const Conv2dShape& s, const void* grad_y,
                                   const void* weight, void* grad_x, cudaStream_t stream);
 void conv2d_backward_weight_native(DType dt, const Conv2dShape& s, const void* grad_y,
+                                   const void* x, void* grad_weight, void* grad_bias,
+                                   cudaStream_t stream);
+
+// The direct kernels (conv2d_direct.cu, arithmetic in conv2d_direct_math.h): correct
+// for every shape; conv2d_direct_suits says whether they are the better choice (few
+// output channels per group, where the native path's GEMM tiles sit mostly idle).
+bool conv2d_direct_suits(const Conv2dShape& s);
+void conv2d_forward_direct(DType dt, const Conv2dShape& s, const void* x, const void* weight,
+                           const void* bias, void* y, cudaStream_t stream);
+void conv2d_backward_input_direct(DType dt, const Conv2dShape& s, const void* grad_y,
+                                  const void* weight, void* grad_x, cudaStream_t stream);
+void conv2d_backward_weight_direct(DType dt, const Conv2dShape& s, const void* grad_y,
                                    const void* x, void* grad_weight, void* grad_bias,
                                    cudaStream_t stream);
 

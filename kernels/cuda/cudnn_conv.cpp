@@ -398,21 +398,35 @@ static bool use_cudnn() {
   return opted_in && conv2d_have_cudnn() && kernel_choice() != KernelChoice::native;
 }
 
+// EMBER_CUDA_CONV=direct (read once) opts in to the direct kernels for the shapes they
+// suit. Written after the one GPU run so far, they have not run on a GPU: the tests
+// and the bench call them by name, so the next GPU run checks and times them.
+static bool use_direct(const Conv2dShape& s) {
+  static const bool opted_in = [] {
+    const char* v = std::getenv("EMBER_CUDA_CONV");
+    return v && std::string(v) == "direct";
+  }();
+  return opted_in && conv2d_direct_suits(s);
+}
+
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                     const void* bias, void* y, cudaStream_t stream) {
   if (use_cudnn()) conv2d_forward_cudnn(dt, s, x, weight, bias, y, stream);
+  else if (use_direct(s)) conv2d_forward_direct(dt, s, x, weight, bias, y, stream);
   else conv2d_forward_native(dt, s, x, weight, bias, y, stream);
 }
 
 void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y, const void* weight,
                            void* grad_x, cudaStream_t stream) {
   if (use_cudnn()) conv2d_backward_input_cudnn(dt, s, grad_y, weight, grad_x, stream);
+  else if (use_direct(s)) conv2d_backward_input_direct(dt, s, grad_y, weight, grad_x, stream);
   else conv2d_backward_input_native(dt, s, grad_y, weight, grad_x, stream);
 }
 
 void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
                             void* grad_weight, void* grad_bias, cudaStream_t stream) {
   if (use_cudnn()) conv2d_backward_weight_cudnn(dt, s, grad_y, x, grad_weight, grad_bias, stream);
+  else if (use_direct(s)) conv2d_backward_weight_direct(dt, s, grad_y, x, grad_weight, grad_bias, stream);
   else conv2d_backward_weight_native(dt, s, grad_y, x, grad_weight, grad_bias, stream);
 }
 

@@ -10,6 +10,7 @@
 // must stay at float32 accuracy, so a path that silently used TF32 would fail.
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "cuda/both.h"
 #include "cuda/int8_sums.h"
@@ -539,19 +540,10 @@ std::string conv_diff(const Tensor& got_gpu, const Tensor& want64, const Tensor&
   return ref::compare_within(got_gpu.cpu(), w, allowed);
 }
 
-}  // namespace
-
-TEST_CASE("conv2d native and cuDNN kernels match the CPU in float64", "[cuda][conv2d]") {
-  std::vector<ConvFns> impls = {{"native", &cuda::conv2d_forward_native, &cuda::conv2d_backward_input_native,
-                                 &cuda::conv2d_backward_weight_native}};
-  if (cuda::conv2d_have_cudnn())
-    impls.push_back({"cuDNN", &cuda::conv2d_forward_cudnn, &cuda::conv2d_backward_input_cudnn,
-                     &cuda::conv2d_backward_weight_cudnn});
-  else
-    WARN("this build has no cuDNN: only the native convolution is tested");
-  struct Case {
-    Conv2dShape s;
-  };
+// Each implementation against the CPU convolution in float64, on shapes covering
+// stride, padding, dilation, groups, 1x1, the seed network's layers and kernel rows
+// wider than the direct weight gradient's 8 taps per thread.
+void check_conv_impls(const std::vector<ConvFns>& impls, uint64_t seed) {
   auto shape = [](int64_t n, int64_t ci, int64_t h, int64_t w, int64_t co, int64_t kh, int64_t kw, int64_t sh,
                   int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t g) {
     Conv2dShape s;
@@ -565,8 +557,10 @@ TEST_CASE("conv2d native and cuDNN kernels match the CPU in float64", "[cuda][co
       shape(1, 8, 7, 7, 8, 3, 3, 2, 2, 1, 1, 1, 1, 8),    shape(3, 5, 6, 6, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1),
       shape(16, 1, 28, 28, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1), shape(16, 6, 12, 12, 12, 5, 5, 1, 1, 0, 0, 1, 1, 1),
       shape(4, 64, 16, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1), shape(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1),
+      // Kernel rows wider than the direct weight gradient's 8 taps per thread.
+      shape(2, 3, 4, 13, 2, 1, 11, 1, 1, 0, 5, 1, 1, 1), shape(2, 4, 5, 40, 4, 2, 17, 1, 2, 1, 3, 1, 2, 2),
   };
-  std::mt19937_64 rng(44);
+  std::mt19937_64 rng(seed);
   const cudaStream_t stream = cuda::stream(0);
   for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
     for (const Conv2dShape& s : cases)
@@ -615,7 +609,24 @@ TEST_CASE("conv2d native and cuDNN kernels match the CPU in float64", "[cuda][co
       }
 }
 
-TEST_CASE("conv2d forward with a bias rounds the half types once, on every path", "[cuda][conv2d]") {
+}  // namespace
+
+TEST_CASE("conv2d native and cuDNN kernels match the CPU in float64", "[cuda][conv2d]") {
+  std::vector<ConvFns> impls = {{"native", &cuda::conv2d_forward_native, &cuda::conv2d_backward_input_native,
+                                 &cuda::conv2d_backward_weight_native}};
+  if (cuda::conv2d_have_cudnn())
+    impls.push_back({"cuDNN", &cuda::conv2d_forward_cudnn, &cuda::conv2d_backward_input_cudnn,
+                     &cuda::conv2d_backward_weight_cudnn});
+  else
+    WARN("this build has no cuDNN: only the native convolution is tested");
+  check_conv_impls(impls, 44);
+}
+
+namespace {
+
+using ForwardFn = decltype(&cuda::conv2d_forward);
+
+void check_bias_rounds_once(const std::vector<std::pair<const char*, ForwardFn>>& impls) {
   // Integer inputs make the float32 sums exact (|sum| <= 18 * 32 * 32 = 18432 < 2^24,
   // products of integers below 2^5 exact in TF32 too); the bias k + 0.5 makes every
   // result need rounding. x, w in [12, 32] put every sum past 2048 (18 * 144 = 2592),
@@ -652,9 +663,6 @@ TEST_CASE("conv2d forward with a bias rounds the half types once, on every path"
     INFO(ref::str(dt) << ": " << differ << " of " << o.v.size() << " outputs differ when rounded twice");
     REQUIRE(differ > 0);
     const Tensor x = x64.to(dt).to(kCuda), w = w64.to(dt).to(kCuda), b = b64.to(dt).to(kCuda);
-    std::vector<std::pair<const char*, decltype(&cuda::conv2d_forward)>> impls = {
-        {"native", &cuda::conv2d_forward_native}, {"default", &cuda::conv2d_forward}};
-    if (cuda::conv2d_have_cudnn()) impls.push_back({"cuDNN", &cuda::conv2d_forward_cudnn});
     for (const auto& [name, fn] : impls) {
       INFO(name);
       Tensor y = full(ys, NAN, {dt, kCuda});
@@ -663,6 +671,15 @@ TEST_CASE("conv2d forward with a bias rounds the half types once, on every path"
       CHECK(ref::compare(y.cpu(), o, cuda_test::kExact) == "");
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("conv2d forward with a bias rounds the half types once, on every path", "[cuda][conv2d]") {
+  std::vector<std::pair<const char*, ForwardFn>> impls = {{"native", &cuda::conv2d_forward_native},
+                                                          {"default", &cuda::conv2d_forward}};
+  if (cuda::conv2d_have_cudnn()) impls.push_back({"cuDNN", &cuda::conv2d_forward_cudnn});
+  check_bias_rounds_once(impls);
 }
 
 TEST_CASE("native conv2d in several im2col chunks matches the CPU", "[cuda][conv2d]") {
@@ -713,6 +730,61 @@ TEST_CASE("native conv2d in several im2col chunks matches the CPU", "[cuda][conv
     wait_for_gpu();
     CHECK(conv_diff(gw, rw, mw, dt) == "");
     CHECK(conv_diff(gb, rb, mb, dt) == "");
+  }
+}
+
+// The direct kernels were written after the one GPU run so far: near the end, so that
+// a fault of theirs (which ends the program) leaves every earlier case's result.
+TEST_CASE("conv2d direct kernels match the CPU in float64", "[cuda][conv2d][direct]") {
+  check_conv_impls({{"direct", &cuda::conv2d_forward_direct, &cuda::conv2d_backward_input_direct,
+                     &cuda::conv2d_backward_weight_direct}},
+                   45);
+  check_bias_rounds_once({{"direct", &cuda::conv2d_forward_direct}});
+}
+
+TEST_CASE("conv2d direct kernels at the seed network's batch 1000 match the CPU", "[cuda][conv2d][direct]") {
+  // The training shapes: conv1's weight gradient sums 576,000 positions per weight in
+  // about 18,000 parts (two waves of an H200), conv2's 64,000 in 2,000.
+  for (const auto& [ci, hw, co] : {std::tuple{1, 28, 6}, std::tuple{6, 12, 12}}) {
+    Conv2dShape s;
+    s.n = 1000, s.c_in = ci, s.h = s.w = hw, s.c_out = co, s.kh = s.kw = 5;
+    s = conv2d_set_output_size(s);
+    INFO("c_in " << ci << ", " << hw << "x" << hw << ", c_out " << co);
+    const Shape xs{s.n, s.c_in, s.h, s.w}, ws{s.c_out, s.c_in, s.kh, s.kw}, ys{s.n, s.c_out, s.h_out, s.w_out};
+    std::mt19937_64 rng(52);
+    auto values = [&](const Shape& sh) {
+      return ref::make(sh, kFloat32, ref::random_values(ref::numel(sh), kFloat32, rng, -1, 1));
+    };
+    const Tensor x32 = values(xs), w32 = values(ws), b32 = values({s.c_out}), gy32 = values(ys);
+    auto f64 = [](const Tensor& t) { return t.to(kFloat64); };
+    auto a64 = [](const Tensor& t) { return t.to(kFloat64).abs(); };
+    const Pair st{1, 1}, pd{0, 0}, dl{1, 1};
+    const cudaStream_t stream = cuda::stream(0);
+    const Tensor x = x32.to(kCuda), w = w32.to(kCuda), b = b32.to(kCuda), gy = gy32.to(kCuda);
+    Tensor y = full(ys, NAN, {kFloat32, kCuda});
+    cuda::conv2d_forward_direct(kFloat32, s, x.data_ptr(), w.data_ptr(), b.data_ptr(), y.data_ptr(), stream);
+    wait_for_gpu();
+    CHECK(conv_diff(y, conv2d(f64(x32), f64(w32), f64(b32), st, pd, dl, 1),
+                    conv2d(a64(x32), a64(w32), a64(b32), st, pd, dl, 1), kFloat32) == "");
+    Tensor gx = full(xs, NAN, {kFloat32, kCuda});
+    cuda::conv2d_backward_input_direct(kFloat32, s, gy.data_ptr(), w.data_ptr(), gx.data_ptr(), stream);
+    wait_for_gpu();
+    CHECK(conv_diff(gx, conv2d_backward_input(f64(gy32), f64(w32), xs, st, pd, dl, 1),
+                    conv2d_backward_input(a64(gy32), a64(w32), xs, st, pd, dl, 1), kFloat32) == "");
+    Tensor gw = full(ws, NAN, {kFloat32, kCuda}), gb = full({s.c_out}, NAN, {kFloat32, kCuda});
+    cuda::conv2d_backward_weight_direct(kFloat32, s, gy.data_ptr(), x.data_ptr(), gw.data_ptr(), gb.data_ptr(),
+                                        stream);
+    wait_for_gpu();
+    auto [rw, rb] = conv2d_backward_weight(f64(gy32), f64(x32), ws, st, pd, dl, 1, true);
+    auto [mw, mb] = conv2d_backward_weight(a64(gy32), a64(x32), ws, st, pd, dl, 1, true);
+    CHECK(conv_diff(gw, rw, mw, kFloat32) == "");
+    CHECK(conv_diff(gb, rb, mb, kFloat32) == "");
+    // Same bits on a second run, without the bias gradient: no atomics, a fixed order,
+    // and the parts do not depend on the bias rows.
+    Tensor gw2 = full(ws, NAN, {kFloat32, kCuda});
+    cuda::conv2d_backward_weight_direct(kFloat32, s, gy.data_ptr(), x.data_ptr(), gw2.data_ptr(), nullptr, stream);
+    wait_for_gpu();
+    CHECK(ref::compare(gw2.cpu(), ref::read(gw.cpu()), cuda_test::kExact) == "");
   }
 }
 
