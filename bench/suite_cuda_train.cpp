@@ -11,16 +11,24 @@
 // FMA peak. Times are reported in ms per epoch (the table prints peers and floors
 // to one decimal).
 //
+// Where a step's time goes: after the epochs, one float32 step on a fixed batch is
+// timed phase by phase (the batch's copy to the device, each layer block's forward,
+// the loss, zero_grad, backward, the Adam step, loss.item()), with a synchronization
+// after each phase, median of 20 steps, beside the median of whole unsynchronized
+// steps; printed as one line, so a GPU run says which kernels to work on next.
+//
 // Mixed precision: one more CUDA epoch with the forward and loss under autocast
 // (float16) and backward/step through a GradScaler (nn/amp, docs/amp.md), reported
 // beside the float32 CUDA epoch ("epoch b=1000 amp fp16", peer: the float32 CUDA
 // epoch), since the AMP target is to beat float32 on the same GPU.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bench/cuda_floors.h"
 #include "bench/cuda_harness.h"
@@ -108,6 +116,75 @@ void check(Report& report, const Data& d, const char* where, const Epoch& e) {
                 std::to_string(e.mean_loss) + ")");
 }
 
+// The median of v (v is reordered).
+double median_of(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+void print_step_breakdown(const Data& d) {
+  namespace F = nn::functional;
+  const Device cuda("cuda");
+  manual_seed(2);
+  auto net = std::make_shared<nn::Network>();
+  net->to(cuda);
+  nn::optim::Adam opt(net->parameters(), 0.01);
+  const Tensor images = d.images.narrow(0, 0, kBatch).contiguous(), labels = d.labels.narrow(0, 0, kBatch);
+  constexpr int kWarm = 5, kSteps = 20;
+  const char* names[] = {"copy", "conv1+relu+pool", "conv2+relu+pool", "fc1+relu", "fc2+relu", "out",
+                         "loss", "zero_grad", "backward", "adam", "item"};
+  constexpr size_t kPhases = sizeof(names) / sizeof(names[0]);
+  std::vector<std::vector<double>> us(kPhases);
+  std::vector<double> whole;
+  for (int rep = 0; rep < kWarm + kSteps; ++rep) {
+    // Phase by phase, synchronized after each.
+    size_t phase = 0;
+    auto timed = [&](auto&& f) {
+      cuda::synchronize();
+      const auto t0 = Clock::now();
+      f();
+      cuda::synchronize();
+      if (rep >= kWarm) us[phase].push_back(1e6 * std::chrono::duration<double>(Clock::now() - t0).count());
+      ++phase;
+    };
+    Tensor x, y, a, loss;
+    timed([&] { x = images.to(cuda), y = labels.to(cuda); });
+    timed([&] { a = net->conv1->forward_relu_pool2x2(x); });
+    timed([&] { a = net->conv2->forward_relu_pool2x2(a).flatten(1); });
+    timed([&] { a = net->fc1->forward_relu(a); });
+    timed([&] { a = net->fc2->forward_relu(a); });
+    timed([&] { a = (*net->out)(a); });
+    timed([&] { loss = F::cross_entropy(a, y); });
+    timed([&] { opt.zero_grad(); });
+    timed([&] { loss.backward(); });
+    timed([&] { opt.step(); });
+    timed([&] { (void)loss.item<double>(); });
+    // The same step whole, as the epoch runs it (loss.item() its only synchronization).
+    cuda::synchronize();
+    const auto t0 = Clock::now();
+    Tensor x2 = images.to(cuda), y2 = labels.to(cuda);
+    Tensor l2 = F::cross_entropy((*net)(x2), y2);
+    opt.zero_grad();
+    l2.backward();
+    opt.step();
+    (void)l2.item<double>();
+    if (rep >= kWarm) whole.push_back(1e6 * std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::string line;
+  double sum = 0;
+  for (size_t i = 0; i < kPhases; ++i) {
+    const double m = median_of(us[i]);
+    sum += m;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "  %s %.1f", names[i], m);
+    line += buf;
+  }
+  std::printf("cuda_train step, float32, by phase (us, median of %d, synchronized after each):%s; sum %.1f; "
+              "whole step unsynchronized %.1f\n",
+              kSteps, line.c_str(), sum, median_of(whole));
+  std::fflush(stdout);
+}
+
 void run(const Options& opt, Report& report) {
   set_num_threads(opt.threads);
   const Data d = load();
@@ -124,6 +201,7 @@ void run(const Options& opt, Report& report) {
     gpu_amp = epoch_seconds(d, Device("cuda"), kFloat16);
     check(report, d, "amp", *gpu_amp);
   });
+  cuda_case(report, "cuda_train step breakdown", [&] { print_step_breakdown(d); });
   cuda_case(report, "cuda_train cpu epoch", [&] {
     cpu = epoch_seconds(d, kCPU);
     check(report, d, "cpu", *cpu);
