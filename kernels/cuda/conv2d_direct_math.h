@@ -69,19 +69,23 @@ EMBER_HOST_DEVICE A input_grad_at(const Conv2dShape& s, int64_t i, const T* gy, 
   const int64_t ci = i / (s.w * s.h) % s.c_in, b = i / (s.w * s.h * s.c_in);
   const int64_t cig = s.c_in / s.groups, cog = s.c_out / s.groups;
   const int64_t co0 = ci / cig * cog, cl = ci % cig, P = s.h_out * s.w_out;
+  const T* gyb = gy + (b * s.c_out + co0) * P;  // grad_y[b][co0]
+  const T* wb = w + (co0 * cig + cl) * kh * kw;   // w[co0][cl]
   A sum = 0;
-  for (int64_t co = co0; co < co0 + cog; ++co) {
-    const T* gyc = gy + (b * s.c_out + co) * P;
-    const T* wc = w + (co * cig + cl) * kh * kw;
-    for (int64_t ky = 0; ky < kh; ++ky) {
-      const int64_t ty = iy + s.pad_h - ky * s.dil_h;
-      if (ty < 0 || ty % s.stride_h != 0 || ty / s.stride_h >= s.h_out) continue;
-      const int64_t oy = ty / s.stride_h;
-      for (int64_t kx = 0; kx < kw; ++kx) {
-        const int64_t tx = ix + s.pad_w - kx * s.dil_w;
-        if (tx < 0 || tx % s.stride_w != 0 || tx / s.stride_w >= s.w_out) continue;
-        sum += cvt(gyc[oy * s.w_out + tx / s.stride_w]) * cvt(wc[ky * kw + kx]);
-      }
+  // The taps' validity (one division each) does not depend on co: decided once per
+  // tap, then the group's output channels are summed.
+  for (int64_t ky = 0; ky < kh; ++ky) {
+    const int64_t ty = iy + s.pad_h - ky * s.dil_h;
+    if (ty < 0) continue;
+    const int64_t oy = ty / s.stride_h;
+    if (oy * s.stride_h != ty || oy >= s.h_out) continue;
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      const int64_t tx = ix + s.pad_w - kx * s.dil_w;
+      if (tx < 0) continue;
+      const int64_t ox = tx / s.stride_w;
+      if (ox * s.stride_w != tx || ox >= s.w_out) continue;
+      for (int64_t c = 0; c < cog; ++c)
+        sum += cvt(gyb[c * P + oy * s.w_out + ox]) * cvt(wb[c * cig * kh * kw + ky * kw + kx]);
     }
   }
   return sum;

@@ -602,7 +602,8 @@ void check_conv_impls(const std::vector<ConvFns>& impls, uint64_t seed) {
         auto [mw, mb] = conv2d_backward_weight(a64(gy.cpu), a64(x.cpu), ws, st, pd, dl, s.groups, true);
         CHECK(conv_diff(gw, rw, mw, dt) == "");
         CHECK(conv_diff(gb, rb, mb, dt) == "");
-        // grad_bias may be skipped.
+        // grad_bias may be skipped (a fresh output: every element must be written).
+        gw = full(ws, NAN, {dt, kCuda});
         impl.backward_weight(dt, s, gy.gpu.data_ptr(), x.gpu.data_ptr(), gw.data_ptr(), nullptr, stream);
         wait_for_gpu();
         CHECK(conv_diff(gw, rw, mw, dt) == "");
@@ -744,12 +745,15 @@ TEST_CASE("conv2d direct kernels match the CPU in float64", "[cuda][conv2d][dire
 
 TEST_CASE("conv2d direct kernels at the seed network's batch 1000 match the CPU", "[cuda][conv2d][direct]") {
   // The training shapes: conv1's weight gradient sums 576,000 positions per weight in
-  // about 18,000 parts (two waves of an H200), conv2's 64,000 in 2,000.
-  for (const auto& [ci, hw, co] : {std::tuple{1, 28, 6}, std::tuple{6, 12, 12}}) {
+  // 18,000 parts of 32 (two waves of an H200), conv2's 64,000 in about 1,500. Float64
+  // as well, where the allowed error (about 1e-8 of the sum of |terms|) would show a
+  // part of 32 terms left out or counted twice; float32's bound might not.
+  for (const auto& [ci, hw, co, dt] : {std::tuple{1, 28, 6, kFloat32}, std::tuple{6, 12, 12, kFloat32},
+                                       std::tuple{1, 28, 6, kFloat64}, std::tuple{6, 12, 12, kFloat64}}) {
     Conv2dShape s;
     s.n = 1000, s.c_in = ci, s.h = s.w = hw, s.c_out = co, s.kh = s.kw = 5;
     s = conv2d_set_output_size(s);
-    INFO("c_in " << ci << ", " << hw << "x" << hw << ", c_out " << co);
+    INFO(ref::str(dt) << ", c_in " << ci << ", " << hw << "x" << hw << ", c_out " << co);
     const Shape xs{s.n, s.c_in, s.h, s.w}, ws{s.c_out, s.c_in, s.kh, s.kw}, ys{s.n, s.c_out, s.h_out, s.w_out};
     std::mt19937_64 rng(52);
     auto values = [&](const Shape& sh) {
@@ -760,29 +764,30 @@ TEST_CASE("conv2d direct kernels at the seed network's batch 1000 match the CPU"
     auto a64 = [](const Tensor& t) { return t.to(kFloat64).abs(); };
     const Pair st{1, 1}, pd{0, 0}, dl{1, 1};
     const cudaStream_t stream = cuda::stream(0);
-    const Tensor x = x32.to(kCuda), w = w32.to(kCuda), b = b32.to(kCuda), gy = gy32.to(kCuda);
-    Tensor y = full(ys, NAN, {kFloat32, kCuda});
-    cuda::conv2d_forward_direct(kFloat32, s, x.data_ptr(), w.data_ptr(), b.data_ptr(), y.data_ptr(), stream);
+    const Tensor x = x32.to(dt).to(kCuda), w = w32.to(dt).to(kCuda), b = b32.to(dt).to(kCuda),
+                 gy = gy32.to(dt).to(kCuda);
+    Tensor y = full(ys, NAN, {dt, kCuda});
+    cuda::conv2d_forward_direct(dt, s, x.data_ptr(), w.data_ptr(), b.data_ptr(), y.data_ptr(), stream);
     wait_for_gpu();
     CHECK(conv_diff(y, conv2d(f64(x32), f64(w32), f64(b32), st, pd, dl, 1),
-                    conv2d(a64(x32), a64(w32), a64(b32), st, pd, dl, 1), kFloat32) == "");
-    Tensor gx = full(xs, NAN, {kFloat32, kCuda});
-    cuda::conv2d_backward_input_direct(kFloat32, s, gy.data_ptr(), w.data_ptr(), gx.data_ptr(), stream);
+                    conv2d(a64(x32), a64(w32), a64(b32), st, pd, dl, 1), dt) == "");
+    Tensor gx = full(xs, NAN, {dt, kCuda});
+    cuda::conv2d_backward_input_direct(dt, s, gy.data_ptr(), w.data_ptr(), gx.data_ptr(), stream);
     wait_for_gpu();
     CHECK(conv_diff(gx, conv2d_backward_input(f64(gy32), f64(w32), xs, st, pd, dl, 1),
-                    conv2d_backward_input(a64(gy32), a64(w32), xs, st, pd, dl, 1), kFloat32) == "");
-    Tensor gw = full(ws, NAN, {kFloat32, kCuda}), gb = full({s.c_out}, NAN, {kFloat32, kCuda});
-    cuda::conv2d_backward_weight_direct(kFloat32, s, gy.data_ptr(), x.data_ptr(), gw.data_ptr(), gb.data_ptr(),
+                    conv2d_backward_input(a64(gy32), a64(w32), xs, st, pd, dl, 1), dt) == "");
+    Tensor gw = full(ws, NAN, {dt, kCuda}), gb = full({s.c_out}, NAN, {dt, kCuda});
+    cuda::conv2d_backward_weight_direct(dt, s, gy.data_ptr(), x.data_ptr(), gw.data_ptr(), gb.data_ptr(),
                                         stream);
     wait_for_gpu();
     auto [rw, rb] = conv2d_backward_weight(f64(gy32), f64(x32), ws, st, pd, dl, 1, true);
     auto [mw, mb] = conv2d_backward_weight(a64(gy32), a64(x32), ws, st, pd, dl, 1, true);
-    CHECK(conv_diff(gw, rw, mw, kFloat32) == "");
-    CHECK(conv_diff(gb, rb, mb, kFloat32) == "");
+    CHECK(conv_diff(gw, rw, mw, dt) == "");
+    CHECK(conv_diff(gb, rb, mb, dt) == "");
     // Same bits on a second run, without the bias gradient: no atomics, a fixed order,
     // and the parts do not depend on the bias rows.
-    Tensor gw2 = full(ws, NAN, {kFloat32, kCuda});
-    cuda::conv2d_backward_weight_direct(kFloat32, s, gy.data_ptr(), x.data_ptr(), gw2.data_ptr(), nullptr, stream);
+    Tensor gw2 = full(ws, NAN, {dt, kCuda});
+    cuda::conv2d_backward_weight_direct(dt, s, gy.data_ptr(), x.data_ptr(), gw2.data_ptr(), nullptr, stream);
     wait_for_gpu();
     CHECK(ref::compare(gw2.cpu(), ref::read(gw.cpu()), cuda_test::kExact) == "");
   }

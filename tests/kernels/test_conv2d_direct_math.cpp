@@ -64,7 +64,8 @@ void check_forward_and_input(const conv2d_ref::Case& c, double tol) {
 }
 
 // The weight-gradient grids: stage 1's rows * parts threads fill the workspace (every
-// entry must be written: it starts as NaN), stage 2 sums each slot as 32 lanes do.
+// entry must be written: it starts as NaN), stage 2 sums each slot's 32 lane shares
+// (the GPU adds them by a shuffle tree, here in order: only the rounding differs).
 template <class T>
 void check_weight(const conv2d_ref::Case& c, int64_t threads_wanted, double tol) {
   const Conv2dShape& s = c.s;
