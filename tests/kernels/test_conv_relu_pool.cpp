@@ -20,6 +20,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/isa.h"
 
+#include "conv2d_reference.h"
 #include "isa_guard.h"
 
 namespace {
@@ -35,29 +36,11 @@ Conv2dShape shape(int64_t n, int64_t c_in, int64_t h, int64_t w, int64_t c_out, 
   return ember::cpu::conv2d_set_output_size(s);
 }
 
-// The convolution by its definition, [n][c_out][h_out][w_out].
+// The convolution by its definition, [n][c_out][h_out][w_out] (conv2d_reference.h).
 std::vector<double> conv_reference(const Conv2dShape& s, const std::vector<double>& x, const std::vector<double>& w,
                                    const std::vector<double>& b) {
-  const int64_t cig = s.c_in / s.groups, cog = s.c_out / s.groups;
-  std::vector<double> y(size_t(s.n * s.c_out * s.h_out * s.w_out));
-  for (int64_t n = 0; n < s.n; ++n)
-    for (int64_t co = 0; co < s.c_out; ++co)
-      for (int64_t oy = 0; oy < s.h_out; ++oy)
-        for (int64_t ox = 0; ox < s.w_out; ++ox) {
-          double sum = b[size_t(co)];
-          for (int64_t cl = 0; cl < cig; ++cl)
-            for (int64_t ky = 0; ky < s.kh; ++ky)
-              for (int64_t kx = 0; kx < s.kw; ++kx) {
-                const int64_t iy = oy * s.stride_h - s.pad_h + ky * s.dil_h;
-                const int64_t ix = ox * s.stride_w - s.pad_w + kx * s.dil_w;
-                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                const int64_t ci = co / cog * cig + cl;
-                sum += w[size_t(((co * cig + cl) * s.kh + ky) * s.kw + kx)] *
-                       x[size_t(((n * s.c_in + ci) * s.h + iy) * s.w + ix)];
-              }
-          y[size_t(((n * s.c_out + co) * s.h_out + oy) * s.w_out + ox)] = sum;
-        }
-  return y;
+  const std::vector<double> no_grad(size_t(s.n * s.c_out * s.h_out * s.w_out), 0.0);
+  return conv2d_ref::reference(s, x, w, &b, no_grad).y;
 }
 
 double relu(double v) { return v > 0 || std::isnan(v) ? v : 0.0; }
