@@ -11,9 +11,21 @@
 // When there are too few outputs to fill the GPU, the reduced range is split: each
 // split writes its State to a scratch buffer and a third kernel merges the splits
 // of each output in order. No float atomics, so the bits never depend on timing.
+// With EMBER_CUDA_REDUCE=vector (vector_reductions(); opt-in until a GPU run checks
+// it, see reduce.h), the schedules below aim at the copy floor, where the default
+// ones reached 0.16-0.71 of it on an H200.
+// Speed is loads in flight: where the reduced range is one contiguous run (rows) or
+// neighbouring outputs are neighbouring elements (columns), threads read 16-byte
+// vectors (columns: packs of up to 4 outputs), several before adding any, and a
+// split reduction launches one full wave of equal pieces at the kernel's occupancy.
+// Scalar loads serve the aligned vectors' head and tail and every other layout.
+// So the order of the additions, and the last bits of a sum, follow the geometry,
+// the GPU (its SM count and the kernel's occupancy) and the input's address modulo
+// 16 bytes; the same tensor on the same GPU gives the same bits every run.
 #include "kernels/cuda/reduce.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -211,6 +223,32 @@ struct ExtremeState {
 // about 1e-3 of the result. The reductions stay memory-bound in double.
 template <class T> using sum_t = std::conditional_t<is_floating_v<T>, double, int64_t>;
 
+// Adds N values of one output, at positions pos, pos + 1, ..., to its State. The
+// half types' sums first add their N (at most 8) values in float, pairwise, and the
+// State adds that in double: the error is at most 3 * 2^-24 of the values'
+// magnitude (the CPU's float lanes add 16 halves before going to double), and one
+// float-to-double conversion per 8 values instead of per value keeps a 16-bit
+// input within the SM's conversion throughput at full memory speed. (bfloat16
+// values near FLT_MAX can overflow that float, as they can the CPU's lanes.)
+// Everything else adds per value, in the State's own type.
+template <class T, int N, class State>
+__device__ __forceinline__ void add_run(State& st, const T (&x)[N], int64_t pos) {
+  if constexpr (is_half_v<T> && std::is_same_v<State, SumState<double>>) {
+    static_assert(N <= 8 && (N & (N - 1)) == 0, "a pairwise run is a power of two, at most 8 long");
+    float f[N];
+#pragma unroll
+    for (int e = 0; e < N; ++e) f[e] = to_acc(x[e]);
+#pragma unroll
+    for (int w = N / 2; w > 0; w /= 2)
+#pragma unroll
+      for (int e = 0; e < w; ++e) f[e] += f[e + w];
+    st.sum += static_cast<double>(f[0]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) st.add(to_acc(x[e]), pos + e);
+  }
+}
+
 // Where the finished States go: `out`/`indices` as the op says, or, when the
 // reduced range is split, partial[split * out_numel + o].
 template <class State>
@@ -274,13 +312,51 @@ __device__ __forceinline__ State warp_merge(State s) {
   return s;
 }
 
+// Vectors (or packs) a thread loads before it adds any of them: 4 x 16 bytes, so
+// that a few blocks per SM keep the ~30 KB per SM in flight that 4 TB/s needs at
+// DRAM latency, with room to spare.
+constexpr int kUnroll = 4;
+
+// Adds p[0, n) (positions pos0 + j) to the States of a group of G threads, thread
+// t taking its share: the elements before the first 16-byte boundary and after the
+// last one singly, the aligned middle as 16-byte vectors, kUnroll at a time (the
+// last batch predicated, so that it too is one round trip). Every element is added
+// exactly once whatever p's alignment (all singly when p is not even aligned to T).
+template <class T, class State>
+__device__ __forceinline__ void add_contiguous(State& st, const T* __restrict__ p, int64_t n, int64_t pos0, int t,
+                                               int G) {
+  using V = Vec16<T>;
+  constexpr int kV = V::kCount;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  const int64_t head =
+      addr % sizeof(T) ? n : min(n, static_cast<int64_t>((16 - addr % 16) % 16 / sizeof(T)));
+  const int64_t nv = (n - head) / kV;  // whole vectors after the head
+  for (int64_t j = t; j < head; j += G) st.add(to_acc(p[j]), pos0 + j);
+  const V* vp = reinterpret_cast<const V*>(p + head);
+  const int64_t vpos = pos0 + head;  // position of vector i's first element: vpos + i * kV
+  // Vectors i, i + G, ..., i + (kUnroll - 1) G, those below nv when kAll is false.
+  auto batch = [&]<bool kAll>(int64_t i) {
+    V v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (kAll || i + u * G < nv) v[u] = vp[i + u * G];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (kAll || i + u * G < nv) add_run<T>(st, v[u].v, vpos + (i + u * G) * kV);
+  };
+  int64_t i = t;
+  for (; i + (kUnroll - 1) * G < nv; i += kUnroll * G) batch.template operator()<true>(i);
+  if (i < nv) batch.template operator()<false>(i);
+  for (int64_t j = head + nv * kV + t; j < n; j += G) st.add(to_acc(p[j]), pos0 + j);
+}
+
 // Groups of `group_warps` warps (1, or the whole block) take (output, split) items
 // in a grid-stride loop; the loop bounds are the same for every thread of a group,
 // so the shuffles and barriers below are reached by all of them.
 template <class T, class State>
 __global__ void __launch_bounds__(kBlockThreads)
     reduce_rows(const __grid_constant__ Geometry g, const T* __restrict__ in, Sink<State> sink, State init,
-                int group_warps, int64_t splits) {
+                int group_warps, int64_t splits, bool vectors) {
   constexpr int kWarps = kBlockThreads / kWarp;
   __shared__ alignas(State) unsigned char shared_bytes[kWarps * sizeof(State)];
   State* shared = reinterpret_cast<State*>(shared_bytes);
@@ -295,7 +371,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     split_range(g.red_numel, splits, s, r0, r1);
     const T* base = in + in_off;
     State st = init;
-    for (int64_t r = r0 + t; r < r1; r += G) st.add(to_acc(base[reduced_offset(g, r)]), r);
+    if (vectors && g.red_ndim == 1 && g.red_in[0] == 1)  // one contiguous run (the front-end coalesces dims)
+      add_contiguous<T>(st, base + r0, r1 - r0, r0, t, G);
+    else
+      for (int64_t r = r0 + t; r < r1; r += G) st.add(to_acc(base[reduced_offset(g, r)]), r);
     st = warp_merge(st);
     if (group_warps > 1) {  // merge the block's warps: one State per warp through shared memory
       if (lane == 0) shared[warp] = st;
@@ -331,11 +410,84 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
+// reduce_columns with C neighbouring outputs per thread (o = C q ... C q + C - 1),
+// read as one Pack of C elements per reduced position, kUnroll positions loaded
+// before any is added. The launcher has checked that every Pack is aligned and
+// holds C outputs of one innermost kept row: the pointer, out_sizes[0], the outer
+// kept strides and every reduced stride are multiples of C, and out_in[0] == 1.
+template <class T, class State, int C>
+__global__ void __launch_bounds__(kBlockThreads)
+    reduce_columns_vec(const __grid_constant__ Geometry g, const T* __restrict__ in, Sink<State> sink, State init) {
+  using P = Pack<T, C>;
+  const int64_t splits = gridDim.y, s = blockIdx.y;
+  const int64_t size0 = g.red_sizes[0], stride0 = g.red_in[0];
+  for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < g.out_numel / C;
+       q += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t in_off, out_off, r0, r1;
+    output_offsets(g, q * C, in_off, out_off);
+    split_range(g.red_numel, splits, s, r0, r1);
+    State st[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) st[c] = init;
+    for (int64_t r = r0; r < r1;) {
+      const int64_t row = r / size0, j0 = r - row * size0;
+      const int64_t end = min(r1, r - j0 + size0);
+      const T* p = in + in_off + (g.red_ndim > 1 ? reduced_offset(g, row, 1) : 0) + j0 * stride0;
+      for (; r + kUnroll <= end; r += kUnroll, p += kUnroll * stride0) {
+        P x[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) x[u] = *reinterpret_cast<const P*>(p + u * stride0);
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          T run[kUnroll];
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) run[u] = x[u].v[c];
+          add_run<T>(st[c], run, r);
+        }
+      }
+      if (r < end) {  // the last 1 to kUnroll - 1 positions of the run, loaded together too
+        const int64_t left = end - r;
+        P x[kUnroll - 1];
+#pragma unroll
+        for (int u = 0; u < kUnroll - 1; ++u)
+          if (u < left) x[u] = *reinterpret_cast<const P*>(p + u * stride0);
+#pragma unroll
+        for (int u = 0; u < kUnroll - 1; ++u)
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            if (u < left) st[c].add(to_acc(x[u].v[c]), r + u);
+        r = end;
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) deliver<T>(st[c], sink, g, q * C + c, s);
+  }
+}
+
+// Merges p[s * stride] for s = s0, s0 + step, ... < s1 into st in that order,
+// loading kBatch of them before merging any (one L2 round trip per batch, not per
+// split; the last batch predicated).
+template <class State>
+__device__ __forceinline__ void merge_in_order(State& st, const State* p, int64_t stride, int64_t s0, int64_t s1,
+                                               int64_t step) {
+  constexpr int kBatch = 8;
+  for (int64_t s = s0; s < s1; s += kBatch * step) {
+    State b[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k)
+      if (s + k * step < s1) b[k] = p[(s + k * step) * stride];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k)
+      if (s + k * step < s1) st.merge(b[k]);
+  }
+}
+
 // Merges each output's splits: one warp per output, lane l taking splits l, l+32, ...
-// in order, then the warp's shuffle tree; a fixed order, so fixed rounding.
+// in order, then the warp's shuffle tree; a fixed order, so fixed rounding. For few
+// outputs (a full reduction), where a warp's loads are neighbouring splits.
 template <class T, class State>
 __global__ void __launch_bounds__(kBlockThreads)
-    merge_splits(const __grid_constant__ Geometry g, Sink<State> sink, State init, int64_t splits) {
+    merge_splits(const __grid_constant__ Geometry g, Sink<State> sink, State init, int64_t splits, bool batched) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
   Sink<State> final_sink = sink;
@@ -343,9 +495,44 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; o < g.out_numel;
        o += warps) {  // o is the same for every lane of a warp
     State st = init;
-    for (int64_t s = lane; s < splits; s += kWarp) st.merge(sink.partial[s * g.out_numel + o]);
+    if (batched) {
+      merge_in_order(st, sink.partial + o, g.out_numel, lane, splits, kWarp);
+    } else {
+      for (int64_t s = lane; s < splits; s += kWarp) st.merge(sink.partial[s * g.out_numel + o]);
+    }
     st = warp_merge(st);
     if (lane == 0) deliver<T>(st, final_sink, g, o, 0);
+  }
+}
+
+// The same for many outputs, where neighbouring outputs are neighbouring partials:
+// a block takes 32 outputs (one per lane), its 8 warps a contiguous eighth of the
+// splits each, merged in order; lane l of warp 0 then merges the 8 warps' States of
+// output l in warp order. A fixed order again, and every load of a warp is one line.
+template <class T, class State>
+__global__ void __launch_bounds__(kBlockThreads)
+    merge_splits_wide(const __grid_constant__ Geometry g, Sink<State> sink, State init, int64_t splits) {
+  constexpr int kWarps = kBlockThreads / kWarp;
+  __shared__ alignas(State) unsigned char shared_bytes[kBlockThreads * sizeof(State)];
+  State* shared = reinterpret_cast<State*>(shared_bytes);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t chunk = (splits + kWarps - 1) / kWarps;
+  const int64_t s0 = min(splits, warp * chunk), s1 = min(splits, s0 + chunk);
+  Sink<State> final_sink = sink;
+  final_sink.partial = nullptr;
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * kWarp; first < g.out_numel;
+       first += static_cast<int64_t>(gridDim.x) * kWarp) {  // the same for the whole block
+    const int64_t o = first + lane;
+    State st = init;
+    if (o < g.out_numel) merge_in_order(st, sink.partial + o, g.out_numel, s0, s1, 1);
+    shared[threadIdx.x] = st;
+    __syncthreads();
+    if (warp == 0 && o < g.out_numel) {
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) st.merge(shared[w * kWarp + lane]);
+      deliver<T>(st, final_sink, g, o, 0);
+    }
+    __syncthreads();  // `shared` is written again by the next outputs
   }
 }
 
@@ -357,10 +544,53 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // More splits than this only lengthen the merge (and grid y is at most 65535).
 constexpr int64_t kMaxSplits = 1024;
 
+// Blocks of `Kernel` resident on one SM at once (its registers and shared memory
+// permitting), looked up once per kernel: a split reduction launches that many per
+// SM, one full wave of equal pieces, since a partial second wave would run with too
+// few loads in flight.
+template <auto Kernel>
+int64_t resident_blocks() {
+  static const int blocks = [] {
+    int b = 0;
+    EMBER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, Kernel, kBlockThreads, 0));
+    return std::max(1, b);
+  }();
+  return static_cast<int64_t>(properties().multiProcessorCount) * blocks;
+}
+
+// Outputs per thread of reduce_columns_vec, or 1 where its alignment conditions do
+// not hold (then reduce_columns runs).
+template <class T>
+int column_pack(const Geometry& g, const T* in) {
+  constexpr int C = static_cast<int>(std::min<size_t>(4, 16 / sizeof(T)));
+  if (g.out_ndim == 0 || g.out_in[0] != 1 || g.out_sizes[0] % C != 0) return 1;
+  if (reinterpret_cast<uintptr_t>(in) % (C * sizeof(T)) != 0) return 1;
+  for (int k = 1; k < g.out_ndim; ++k)
+    if (g.out_in[k] % C != 0) return 1;
+  for (int k = 0; k < g.red_ndim; ++k)
+    if (g.red_in[k] % C != 0) return 1;
+  return C;
+}
+
+// Merges the splits' partials into the outputs: warp per output, or with the vector
+// schedules block per 32 outputs once that makes 32 blocks or more.
+template <class T, class State>
+void merge(const Geometry& g, Sink<State> sink, State init, int64_t splits, bool vectors, cudaStream_t stream) {
+  if (vectors && g.out_numel >= 32 * kWarp) {
+    merge_splits_wide<T><<<grid_for(ceil_div(g.out_numel, kWarp), 1), kBlockThreads, 0, stream>>>(g, sink, init,
+                                                                                                   splits);
+  } else {
+    merge_splits<T><<<grid_for(g.out_numel * kWarp), kBlockThreads, 0, stream>>>(g, sink, init, splits, vectors);
+  }
+  EMBER_CUDA_CHECK_LAUNCH();
+}
+
 template <class T, class State>
 void run(const ReduceGeometry& rg, const T* in, Sink<State> sink, State init, cudaStream_t stream) {
   const Geometry g = reversed(rg);
-  // Threads that fill every SM once (2048 resident threads each): the aim of a split.
+  const bool vectors = vector_reductions();
+  // The default schedules aim a split at threads that fill every SM once (2048
+  // resident threads each); the vector ones at one wave of the kernel's occupancy.
   const int64_t target = static_cast<int64_t>(properties().multiProcessorCount) * 2048;
   const bool red_contig = g.red_in[0] == 1 && g.red_sizes[0] > 1;
   const bool out_contig = g.out_ndim > 0 && g.out_in[0] == 1;
@@ -369,45 +599,69 @@ void run(const ReduceGeometry& rg, const T* in, Sink<State> sink, State init, cu
       g.red_numel < 32 || (!red_contig && out_contig && g.out_numel >= kWarp);
   int64_t splits = 1;
   if (columns) {
-    const int64_t blocks_x = ceil_div(g.out_numel, kBlockThreads);
-    if (blocks_x * kBlockThreads < target && g.red_numel >= 128)
+    constexpr int C = static_cast<int>(std::min<size_t>(4, 16 / sizeof(T)));
+    const bool vec = vectors && column_pack(g, in) == C;
+    const int64_t blocks_x = ceil_div(vec ? g.out_numel / C : g.out_numel, kBlockThreads);
+    if (vectors) {
+      // One full wave of blocks: too few outputs to give every resident thread its
+      // own column split the reduced range.
+      const int64_t wave = vec ? resident_blocks<reduce_columns_vec<T, State, C>>()
+                               : resident_blocks<reduce_columns<T, State>>();
+      if (blocks_x < wave && g.red_numel >= 128)
+        splits = std::clamp<int64_t>(wave / blocks_x, 1, std::min<int64_t>(g.red_numel / 64, kMaxSplits));
+    } else if (blocks_x * kBlockThreads < target && g.red_numel >= 128) {
       splits = std::clamp<int64_t>(ceil_div(target, blocks_x * kBlockThreads), 1,
                                    std::min<int64_t>(g.red_numel / 64, kMaxSplits));
+    }
     std::optional<ScratchBuffer> scratch;  // back to the cache after the launches are queued
     if (splits > 1) {
       scratch.emplace(splits * g.out_numel * sizeof(State), current_device_index(), stream);
       sink.partial = scratch->as<State>();
     }
-    const dim3 grid(splits > 1 ? static_cast<unsigned>(blocks_x) : grid_for(g.out_numel),
-                    static_cast<unsigned>(splits));
-    reduce_columns<T><<<grid, kBlockThreads, 0, stream>>>(g, in, sink, init);
-    EMBER_CUDA_CHECK_LAUNCH();
-    if (splits > 1) {
-      merge_splits<T><<<grid_for(g.out_numel * kWarp), kBlockThreads, 0, stream>>>(g, sink, init, splits);
-      EMBER_CUDA_CHECK_LAUNCH();
+    if (vec) {
+      const dim3 grid(splits > 1 ? static_cast<unsigned>(blocks_x) : grid_for(g.out_numel / C),
+                      static_cast<unsigned>(splits));
+      reduce_columns_vec<T, State, C><<<grid, kBlockThreads, 0, stream>>>(g, in, sink, init);
+    } else {
+      const dim3 grid(splits > 1 ? static_cast<unsigned>(blocks_x) : grid_for(g.out_numel),
+                      static_cast<unsigned>(splits));
+      reduce_columns<T><<<grid, kBlockThreads, 0, stream>>>(g, in, sink, init);
     }
+    EMBER_CUDA_CHECK_LAUNCH();
+    if (splits > 1) merge<T>(g, sink, init, splits, vectors, stream);
     return;
   }
   const int group_warps = g.red_numel >= 2048 ? kBlockThreads / kWarp : 1;
   const int64_t group = group_warps * kWarp;
-  if (g.out_numel * group < target && g.red_numel >= 8192)
+  if (vectors) {
+    // Groups resident at once; fewer outputs than that split into one full wave of items.
+    const int64_t slots = resident_blocks<reduce_rows<T, State>>() * (kBlockThreads / group);
+    if (g.out_numel < slots && g.red_numel >= 8192)
+      splits = std::clamp<int64_t>(slots / g.out_numel, 1, std::min<int64_t>(g.red_numel / 4096, kMaxSplits));
+  } else if (g.out_numel * group < target && g.red_numel >= 8192) {
     splits = std::clamp<int64_t>(ceil_div(target, g.out_numel * group), 1,
                                  std::min<int64_t>(g.red_numel / 4096, kMaxSplits));
+  }
   std::optional<ScratchBuffer> scratch;
   if (splits > 1) {
     scratch.emplace(splits * g.out_numel * sizeof(State), current_device_index(), stream);
     sink.partial = scratch->as<State>();
   }
   reduce_rows<T><<<grid_for(g.out_numel * splits * group), kBlockThreads, 0, stream>>>(g, in, sink, init,
-                                                                                       group_warps, splits);
+                                                                                       group_warps, splits, vectors);
   EMBER_CUDA_CHECK_LAUNCH();
-  if (splits > 1) {
-    merge_splits<T><<<grid_for(g.out_numel * kWarp), kBlockThreads, 0, stream>>>(g, sink, init, splits);
-    EMBER_CUDA_CHECK_LAUNCH();
-  }
+  if (splits > 1) merge<T>(g, sink, init, splits, vectors, stream);
 }
 
 }  // namespace
+
+bool vector_reductions() {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_CUDA_REDUCE");
+    return v && std::string(v) == "vector";
+  }();
+  return on;
+}
 
 void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void* out, int64_t* indices,
             int64_t correction, cudaStream_t stream) {

@@ -19,10 +19,19 @@ namespace ember::cuda {
 // amax/amin write dt into `out` and, when `indices` is not null, the position of the
 // first extreme (row-major over the reduced dims, in the order given); argmax/argmin
 // write only `indices`. NaN wins every max/min comparison. var divides by
-// (count - correction), NaN when that is not positive. Sums accumulate in float for
-// float32 and the half types, double for float64, int64 for integers and bool; var
-// uses Welford's update and Chan's merge in the same types.
+// (count - correction), NaN when that is not positive. Sums accumulate in double for
+// every floating dtype (as the CPU's do), int64 for integers and bool; var uses
+// Welford's update and Chan's merge in the same types.
 void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void* out, int64_t* indices,
             int64_t correction, cudaStream_t stream);
+
+// Whether the vector schedules of reduce() and softmax() run: EMBER_CUDA_REDUCE=vector
+// (read once). They read contiguous runs as 16-byte vectors with several loads in
+// flight, size splits to one wave of the kernel's occupancy, and hold softmax rows in
+// registers; they were written after the one GPU run so far and have not run on a
+// GPU, so they are opt-in. With them a half-type sum adds each 16-byte vector's 8
+// values pairwise in float before adding that to its double accumulator
+// (docs/numerics.md).
+bool vector_reductions();
 
 }  // namespace ember::cuda

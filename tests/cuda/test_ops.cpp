@@ -487,6 +487,29 @@ TEST_CASE("full reductions of a large tensor (1<<22 elements) on CUDA match the 
   }
 }
 
+TEST_CASE("sums of contiguous runs at every alignment on CUDA are exact", "[cuda][ops][reduce]") {
+  // Runs that start 0 to 8 elements past a 16-byte boundary and end anywhere: with
+  // EMBER_CUDA_REDUCE=vector (the cuda-ops-vector-reduce test) the kernels read the
+  // aligned middle as 16-byte vectors and the head and tail singly, so a lost or
+  // doubled element would show. Small integers keep every sum exact in any order.
+  std::mt19937_64 rng(29);
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16})
+    for (int64_t len : {int64_t(1), int64_t(7), int64_t(33), int64_t(1000), int64_t(20001)}) {
+      const Both x = cuda_test::both_of(ref::make({len + 8}, dt, ref::random_values(len + 8, kInt8, rng, -3, 3)));
+      for (int64_t start = 0; start <= 8; ++start) {
+        INFO(ref::str(dt) << ", " << len << " elements from element " << start);
+        cuda_test::check_op([&](bool gpu) { return std::vector<Tensor>{pick(x, gpu).narrow(0, start, len).sum()}; },
+                            [](DType) { return cuda_test::kExact; });
+      }
+      // Rows of a matrix whose row length leaves every row at a different alignment.
+      const int64_t cols = len + 3;
+      const Both m = cuda_test::both_of(ref::make({5, cols}, dt, ref::random_values(5 * cols, kInt8, rng, -3, 3)));
+      INFO(ref::str(dt) << ", rows of [5, " << cols << "]");
+      cuda_test::check_op([&](bool gpu) { return std::vector<Tensor>{pick(m, gpu).sum({1})}; },
+                          [](DType) { return cuda_test::kExact; });
+    }
+}
+
 TEST_CASE("sum, mean and var on CUDA give NaN and infinities where the CPU does", "[cuda][ops][reduce]") {
   // One special value planted in small integers, on every schedule: a short row, a
   // block per row with split partials merged (20000 elements), columns (dim 0) and
