@@ -353,10 +353,13 @@ __device__ __forceinline__ void add_contiguous(State& st, const T* __restrict__ 
 // Groups of `group_warps` warps (1, or the whole block) take (output, split) items
 // in a grid-stride loop; the loop bounds are the same for every thread of a group,
 // so the shuffles and barriers below are reached by all of them.
-template <class T, class State>
+// kVectors: the vector schedules (a template argument, not a run-time flag, so that
+// the default instance compiles to the code run 1 passed: the unused vector path
+// would otherwise raise its registers from about 40 to up to 113, with spills).
+template <class T, class State, bool kVectors>
 __global__ void __launch_bounds__(kBlockThreads)
     reduce_rows(const __grid_constant__ Geometry g, const T* __restrict__ in, Sink<State> sink, State init,
-                int group_warps, int64_t splits, bool vectors) {
+                int group_warps, int64_t splits) {
   constexpr int kWarps = kBlockThreads / kWarp;
   __shared__ alignas(State) unsigned char shared_bytes[kWarps * sizeof(State)];
   State* shared = reinterpret_cast<State*>(shared_bytes);
@@ -371,7 +374,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     split_range(g.red_numel, splits, s, r0, r1);
     const T* base = in + in_off;
     State st = init;
-    if (vectors && g.red_ndim == 1 && g.red_in[0] == 1)  // one contiguous run (the front-end coalesces dims)
+    if (kVectors && g.red_ndim == 1 && g.red_in[0] == 1)  // one contiguous run (the front-end coalesces dims)
       add_contiguous<T>(st, base + r0, r1 - r0, r0, t, G);
     else
       for (int64_t r = r0 + t; r < r1; r += G) st.add(to_acc(base[reduced_offset(g, r)]), r);
@@ -485,9 +488,9 @@ __device__ __forceinline__ void merge_in_order(State& st, const State* p, int64_
 // Merges each output's splits: one warp per output, lane l taking splits l, l+32, ...
 // in order, then the warp's shuffle tree; a fixed order, so fixed rounding. For few
 // outputs (a full reduction), where a warp's loads are neighbouring splits.
-template <class T, class State>
+template <class T, class State, bool kBatched>
 __global__ void __launch_bounds__(kBlockThreads)
-    merge_splits(const __grid_constant__ Geometry g, Sink<State> sink, State init, int64_t splits, bool batched) {
+    merge_splits(const __grid_constant__ Geometry g, Sink<State> sink, State init, int64_t splits) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
   Sink<State> final_sink = sink;
@@ -495,7 +498,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; o < g.out_numel;
        o += warps) {  // o is the same for every lane of a warp
     State st = init;
-    if (batched) {
+    if (kBatched) {
       merge_in_order(st, sink.partial + o, g.out_numel, lane, splits, kWarp);
     } else {
       for (int64_t s = lane; s < splits; s += kWarp) st.merge(sink.partial[s * g.out_numel + o]);
@@ -580,7 +583,9 @@ void merge(const Geometry& g, Sink<State> sink, State init, int64_t splits, bool
     merge_splits_wide<T><<<grid_for(ceil_div(g.out_numel, kWarp), 1), kBlockThreads, 0, stream>>>(g, sink, init,
                                                                                                    splits);
   } else {
-    merge_splits<T><<<grid_for(g.out_numel * kWarp), kBlockThreads, 0, stream>>>(g, sink, init, splits, vectors);
+    const unsigned blocks = grid_for(g.out_numel * kWarp);
+    if (vectors) merge_splits<T, State, true><<<blocks, kBlockThreads, 0, stream>>>(g, sink, init, splits);
+    else merge_splits<T, State, false><<<blocks, kBlockThreads, 0, stream>>>(g, sink, init, splits);
   }
   EMBER_CUDA_CHECK_LAUNCH();
 }
@@ -635,7 +640,7 @@ void run(const ReduceGeometry& rg, const T* in, Sink<State> sink, State init, cu
   const int64_t group = group_warps * kWarp;
   if (vectors) {
     // Groups resident at once; fewer outputs than that split into one full wave of items.
-    const int64_t slots = resident_blocks<reduce_rows<T, State>>() * (kBlockThreads / group);
+    const int64_t slots = resident_blocks<reduce_rows<T, State, true>>() * (kBlockThreads / group);
     if (g.out_numel < slots && g.red_numel >= 8192)
       splits = std::clamp<int64_t>(slots / g.out_numel, 1, std::min<int64_t>(g.red_numel / 4096, kMaxSplits));
   } else if (g.out_numel * group < target && g.red_numel >= 8192) {
@@ -647,8 +652,11 @@ void run(const ReduceGeometry& rg, const T* in, Sink<State> sink, State init, cu
     scratch.emplace(splits * g.out_numel * sizeof(State), current_device_index(), stream);
     sink.partial = scratch->as<State>();
   }
-  reduce_rows<T><<<grid_for(g.out_numel * splits * group), kBlockThreads, 0, stream>>>(g, in, sink, init,
-                                                                                       group_warps, splits, vectors);
+  const unsigned blocks = grid_for(g.out_numel * splits * group);
+  if (vectors)
+    reduce_rows<T, State, true><<<blocks, kBlockThreads, 0, stream>>>(g, in, sink, init, group_warps, splits);
+  else
+    reduce_rows<T, State, false><<<blocks, kBlockThreads, 0, stream>>>(g, in, sink, init, group_warps, splits);
   EMBER_CUDA_CHECK_LAUNCH();
   if (splits > 1) merge<T>(g, sink, init, splits, vectors, stream);
 }

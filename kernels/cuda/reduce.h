@@ -20,8 +20,9 @@ namespace ember::cuda {
 // first extreme (row-major over the reduced dims, in the order given); argmax/argmin
 // write only `indices`. NaN wins every max/min comparison. var divides by
 // (count - correction), NaN when that is not positive. Sums accumulate in double for
-// every floating dtype (as the CPU's do), int64 for integers and bool; var uses
-// Welford's update and Chan's merge in the same types.
+// every floating dtype (as the CPU's do), int64 for integers and bool; var sums
+// x - shift and (x - shift)^2 (the shift: a thread's first value) and merges by
+// Chan's formula, in the same types.
 void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void* out, int64_t* indices,
             int64_t correction, cudaStream_t stream);
 

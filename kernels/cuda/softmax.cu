@@ -297,9 +297,11 @@ bool launch_vectors(int64_t rows, int64_t dim, const T* x, T* y, bool log, cudaS
   };
   if (dim <= 1024) {
     // G lanes per row: about a quarter of the row's vectors, so that each lane
-    // holds about 4 (short rows share a warp rather than leave lanes idle).
+    // holds about 4 (short rows share a warp rather than leave lanes idle), and
+    // enough that no lane needs more than kMaxK (else a half-type row of 40 to 1024
+    // elements would fall through to a block of 256 threads per row).
     int G = 1;
-    while (G < kWarp && 2 * G * 4 <= vectors) G *= 2;
+    while (G < kWarp && (2 * G * 4 <= vectors || G * kMaxK < vectors)) G *= 2;
     if (const int k = held(G)) {
       const int64_t groups = (rows + kWarp / G - 1) / (kWarp / G);  // warps' worth of rows
       dispatch_k(k, [&]<int K>() {

@@ -311,6 +311,10 @@ const std::vector<ReduceCase> kReduceCases = {
     {{4, 5}, {1}, true},      {{4, 5}, {-1}, false},   {{3, 4, 5}, {0, 2}, false},  {{3, 4, 5}, {1}, true},
     {{3, 4, 5}, {}, false},   {{33, 1000}, {1}, false}, {{1000, 33}, {0}, false},   {{33, 1000}, {0, 1}, false},
     {{2, 1, 6}, {1}, false},
+    // With EMBER_CUDA_REDUCE=vector: 1030 outputs over split columns reach the
+    // block-per-32-outputs merge with a partial last block; two reduced dims around
+    // a kept one reach the packed column kernel's multi-dim addressing.
+    {{600, 1030}, {0}, false}, {{5, 3, 40, 64}, {0, 2}, false}, {{300, 64}, {0}, false},
 };
 
 // Magnitudes for the tolerance of each reduction: the same reduction of |x| (of x²
@@ -560,9 +564,14 @@ TEST_CASE("softmax and log_softmax on CUDA match the CPU", "[cuda][ops][softmax]
     int64_t dim;
   };
   // Softmax sizes 1, 7, 1000 and 5000; inner sizes > 1 where the dim is not last.
+  // The second line: rows of 8 to 2048 whole 16-byte vectors, which the vector
+  // schedules (EMBER_CUDA_REDUCE=vector) hold in registers with 1 to 32 lanes per row
+  // (rows past the last live in the same warp), or a block per row.
   const std::vector<Case> cases = {{{5, 1}, 1},       {{3, 7}, 1},       {{3, 7, 5}, 1},  {{4, 1000}, -1},
                                    {{2, 1000, 3}, 1}, {{2, 5000}, 1},    {{5000, 3}, 0},  {{2, 1, 4}, 1},
-                                   {{7}, 0},          {{}, 0},           {{0, 7}, 1},     {{3, 0}, 1}};
+                                   {{7}, 0},          {{}, 0},           {{0, 7}, 1},     {{3, 0}, 1},
+                                   {{37, 16}, 1},     {{9, 64}, 1},      {{5, 200}, 1},   {{33, 8}, 1},
+                                   {{3, 512}, 1},     {{37, 32}, 1},     {{3, 256}, 1},   {{3, 2048}, 1}};
   std::mt19937_64 rng(20);
   for (DType dt : kAllTypes)
     for (const Case& c : cases)
@@ -579,12 +588,21 @@ TEST_CASE("softmax and log_softmax on CUDA match the CPU", "[cuda][ops][softmax]
                               return t;
                             });
       }
-  // Infinite logits: -inf gives probability 0, a row of -inf gives NaN, +inf NaN too.
+  // Infinite logits: -inf gives probability 0, a row of -inf gives NaN, +inf NaN too;
+  // rows of 3, and rows of 8 (whole vectors for every floating dtype but float64's 2).
   for (DType dt : kFloatTypes) {
     const Both x = cuda_test::both_of(ref::make({3, 3}, dt, {-INFINITY, 0, 1, -INFINITY, -INFINITY, -INFINITY,
                                                             INFINITY, 0, 1}));
     cuda_test::check_op([&](bool gpu) {
       return std::vector<Tensor>{pick(x, gpu).softmax(1), pick(x, gpu).log_softmax(1)};
+    });
+    std::vector<double> v8(24, 0.5);
+    for (int i = 8; i < 16; ++i) v8[size_t(i)] = -INFINITY;  // row 1: all -inf
+    v8[3] = -INFINITY;                                      // row 0: one -inf
+    v8[20] = INFINITY;                                      // row 2: one +inf
+    const Both x8 = cuda_test::both_of(ref::make({3, 8}, dt, v8));
+    cuda_test::check_op([&](bool gpu) {
+      return std::vector<Tensor>{pick(x8, gpu).softmax(1), pick(x8, gpu).log_softmax(1)};
     });
   }
 }
