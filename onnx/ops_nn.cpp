@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "kernels/base/error.h"
+#include "tensor/checks.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
 
@@ -92,9 +93,11 @@ Window resolve(const WindowAttrs& a, const Shape& kernel, const Tensor& x, const
     if (w.stride[i] < 1 || w.dilation[i] < 1 || w.kernel[i] < 1)
       throw ShapeError(where + ": kernel, strides and dilations must be positive");
     if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+      const char* op = where.c_str();
       int64_t in = x.size(static_cast<int64_t>(i) + 2);
-      int64_t out = (in + w.stride[i] - 1) / w.stride[i];
-      int64_t total = std::max<int64_t>((out - 1) * w.stride[i] + (w.kernel[i] - 1) * w.dilation[i] + 1 - in, 0);
+      int64_t out = size_add(in, w.stride[i] - 1, op) / w.stride[i];
+      int64_t reach = size_add(size_mul(out - 1, w.stride[i], op), size_mul(w.kernel[i] - 1, w.dilation[i], op), op);
+      int64_t total = std::max<int64_t>(size_sub(size_add(reach, 1, op), in, op), 0);
       int64_t small = total / 2;
       w.pad_begin[i] = a.auto_pad == "SAME_UPPER" ? small : total - small;
       w.pad_end[i] = total - w.pad_begin[i];
@@ -170,7 +173,7 @@ OpFn build_conv(const NodeContext& ctx) {
     w2.dilation = {win.dilation[1], win.dilation[2]};
     w2.pad_begin = {win.pad_begin[1], win.pad_begin[2]};
     w2.pad_end = w2.pad_begin;
-    int64_t span = (kernel[0] - 1) * win.dilation[0] + 1;
+    int64_t span = size_add(size_mul(kernel[0] - 1, win.dilation[0], where.c_str()), 1, where.c_str());
     int64_t d_out = (x.size(2) - span) / win.stride[0] + 1;
     if (d_out < 1) throw ShapeError(where + ": the input is smaller than the kernel");
     std::vector<Tensor> planes;
@@ -226,16 +229,19 @@ OpFn build_conv_transpose(const NodeContext& ctx) {
     // beyond them (zeros); the pads then crop (or, negative, extend with zeros)
     // each end. ONNX splits an odd total with floor division, the larger part at
     // the start unless auto_pad is SAME_UPPER.
-    auto floor_half = [](int64_t t) { return t >= 0 ? t / 2 : -((-t + 1) / 2); };
+    auto floor_half = [](int64_t t) { return t >> 1; };  // C++20: an arithmetic shift, floor(t / 2)
+    const char* op = where.c_str();
     Shape reach(static_cast<size_t>(n)), pb(static_cast<size_t>(n), 0), pe(static_cast<size_t>(n), 0);
     for (int64_t i = 0; i < n; ++i) {
       int64_t in_size = x.size(i + 2);
-      reach[i] = (in_size - 1) * stride[i] + (kernel[i] - 1) * dil[i] + 1;
-      int64_t full = reach[i] + opad[i];
+      const int64_t span = size_add(size_mul(kernel[i] - 1, dil[i], op), 1, op);
+      reach[i] = size_add(size_mul(in_size - 1, stride[i], op), span, op);
+      int64_t full = size_add(reach[i], opad[i], op);
       bool split = true;
       int64_t total = 0;
-      if (!output_shape.empty()) total = full - output_shape[output_shape.size() - n + i];
-      else if (attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER") total = full - in_size * stride[i];
+      if (!output_shape.empty()) total = size_sub(full, output_shape[output_shape.size() - n + i], op);
+      else if (attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER")
+        total = size_sub(full, size_mul(in_size, stride[i], op), op);
       else split = false;
       if (split) {
         int64_t half = floor_half(total);
@@ -245,7 +251,7 @@ OpFn build_conv_transpose(const NodeContext& ctx) {
         pb[i] = attrs.pads[i];
         pe[i] = attrs.pads[i + n];
       }
-      if (full - pb[i] - pe[i] < 1) throw ShapeError(where + ": the pads leave no output");
+      if (size_sub(size_sub(full, pb[i], op), pe[i], op) < 1) throw ShapeError(where + ": the pads leave no output");
     }
     Tensor xx = x, ww = w;
     Shape rs = reach, st = stride, dl = dil;
@@ -256,7 +262,7 @@ OpFn build_conv_transpose(const NodeContext& ctx) {
       st.insert(st.begin(), 1);
       dl.insert(dl.begin(), 1);
     }
-    Shape x_shape{x.size(0), w.size(1) * groups, rs[0], rs[1]};
+    Shape x_shape{x.size(0), size_mul(w.size(1), groups, op), rs[0], rs[1]};
     Tensor y = conv2d_backward_input(xx, ww, x_shape, pair(st), {0, 0}, pair(dl), groups);
     if (n == 1) y = y.squeeze(2);
     Shape out_len(static_cast<size_t>(n));
@@ -275,7 +281,7 @@ OpFn build_conv_transpose(const NodeContext& ctx) {
 
 // Reduces planes of x [N, C, D, H', W'] over depth windows: max or mean.
 Tensor reduce_depth(const Tensor& x, int64_t k, int64_t stride, int64_t dil, bool is_max, const std::string& where) {
-  int64_t span = (k - 1) * dil + 1;
+  int64_t span = size_add(size_mul(k - 1, dil, where.c_str()), 1, where.c_str());
   int64_t d_out = (x.size(2) - span) / stride + 1;
   if (d_out < 1) throw ShapeError(where + ": the input is smaller than the kernel");
   std::vector<Tensor> planes;
@@ -300,7 +306,7 @@ Tensor per_depth(const Tensor& x, Pool2d pool) {
 
 bool fits_kernel(const Window& w) {
   for (size_t i = 0; i < w.kernel.size(); ++i)
-    if (2 * w.pad_begin[i] > w.kernel[i]) return false;
+    if (w.pad_begin[i] > w.kernel[i] / 2) return false;
   return w.symmetric();
 }
 

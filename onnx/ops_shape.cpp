@@ -11,6 +11,7 @@
 
 #include "kernels/base/error.h"
 #include "onnx/tensor_proto.h"
+#include "tensor/checks.h"
 #include "tensor/ops.h"
 
 namespace ember::onnx {
@@ -44,7 +45,7 @@ OpFn build_reshape(const NodeContext& ctx) {
       }
       if (s < 0) throw ShapeError(where + ": shape " + shape_str(spec) + " has a negative size");
       out[i] = s;
-      known *= s;
+      known = size_mul(known, s, where.c_str());
     }
     if (infer >= 0) {
       if (known == 0 || x.numel() % known != 0)
@@ -174,7 +175,7 @@ OpFn build_split(const NodeContext& ctx) {
     int64_t total = 0;
     for (int64_t s : sizes) {
       if (s < 0) throw ShapeError(where + ": split sizes " + shape_str(sizes) + " have a negative size");
-      total += s;
+      total = size_add(total, s, where.c_str());
     }
     if (sizes.size() != n || total != x.size(a))
       throw ShapeError(where + ": split sizes " + shape_str(sizes) + " do not divide a dim of size " +
@@ -249,7 +250,7 @@ OpFn build_tile(const NodeContext& ctx) {
       split.push_back(x.size(d));
       big.push_back(reps[d]);
       big.push_back(x.size(d));
-      out.push_back(reps[d] * x.size(d));
+      out.push_back(size_mul(reps[d], x.size(d), where.c_str()));
     }
     return one(x.reshape(split).expand(big).contiguous().reshape(out));
   };
@@ -331,6 +332,23 @@ OpFn build_range(const NodeContext& ctx) {
     const std::vector<Tensor>& in = on_one_device(given, moved);
     DType t = in[0].dtype();
     Scalar start = in[0].item(), limit = in[1].item(), delta = in[2].item();
+    if (!is_floating(t)) {
+      // Integers exactly: the count in 128 bits (one from doubles can exceed the true
+      // count near the type's ends), then start + i * delta in wrapping unsigned
+      // arithmetic, which yields the true value: every value lies in [start, limit).
+      if (!start.is_integral() || !limit.is_integral() || !delta.is_integral())
+        throw DTypeError(where + ": start, limit and delta must all be integers");
+      const int64_t s = start.to<int64_t>(), l = limit.to<int64_t>(), st = delta.to<int64_t>();
+      if (st == 0) throw ValueError(where + ": delta is 0");
+      const __int128 span = static_cast<__int128>(l) - s;
+      const __int128 count = span != 0 && (span > 0) == (st > 0) ? (span + st - (st > 0 ? 1 : -1)) / st : 0;
+      if (count >= static_cast<__int128>(1e15)) throw ValueError(where + ": the range has too many elements");
+      Tensor out = empty({static_cast<int64_t>(count)}, kInt64);
+      auto* p = out.data_ptr<int64_t>();
+      for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
+        p[i] = static_cast<int64_t>(static_cast<uint64_t>(s) + static_cast<uint64_t>(i) * static_cast<uint64_t>(st));
+      return one(out.to(t).to(in[0].device()));
+    }
     double d = delta.to<double>();
     if (d == 0) throw ValueError(where + ": delta is 0");
     double count = std::ceil((limit.to<double>() - start.to<double>()) / d);

@@ -19,14 +19,37 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
 }
 
 int64_t checked_numel(const Shape& shape) {
+  // Zeros count as ones: an empty tensor's other sizes must multiply within int64
+  // too, so that no product of any of a tensor's sizes (numel, strides, a flattened
+  // dim) can overflow, in whatever order it is formed.
   int64_t n = 1;
-  bool overflow = false;
+  bool overflow = false, empty = false;
   for (int64_t s : shape) {
-    if (s == 0) return 0;  // an empty shape has no elements, whatever its other sizes
-    overflow = overflow || __builtin_mul_overflow(n, s, &n);
+    empty = empty || s == 0;
+    overflow = overflow || __builtin_mul_overflow(n, s == 0 ? 1 : s, &n);
   }
+  if (overflow && empty)
+    throw ShapeError(msg("shape ", shape_str(shape), " has no elements, but its other sizes multiply past int64"));
   if (overflow) throw ShapeError(msg("shape ", shape_str(shape), " has more elements than int64 can count"));
-  return n;
+  return empty ? 0 : n;
+}
+
+int64_t size_mul(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) throw ShapeError(msg(what, ": sizes overflow int64 (", a, " * ", b, ")"));
+  return r;
+}
+
+int64_t size_add(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw ShapeError(msg(what, ": sizes overflow int64 (", a, " + ", b, ")"));
+  return r;
+}
+
+int64_t size_sub(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) throw ShapeError(msg(what, ": sizes overflow int64 (", a, " - ", b, ")"));
+  return r;
 }
 
 void throw_no_kernel(const char* op, const Tensor& t) {

@@ -52,8 +52,11 @@ void check_conv2d_args(const Tensor& x, const Tensor& w, const Tensor& bias, Pai
   if (bias.defined() && (bias.dim() != 1 || bias.shape()[0] != w.shape()[0]))
     throw ShapeError(msg("Given weight of size ", shape_str(w.shape()), ", expected bias to be 1-dimensional with ",
                          w.shape()[0], " elements, but got bias of size ", shape_str(bias.shape()), " instead"));
-  const int64_t ph = x.shape()[2] + 2 * padding[0], pw = x.shape()[3] + 2 * padding[1];
-  const int64_t kh = dilation[0] * (w.shape()[2] - 1) + 1, kw = dilation[1] * (w.shape()[3] - 1) + 1;
+  const char* op = "conv2d";
+  const int64_t ph = size_add(x.shape()[2], size_mul(2, padding[0], op), op),
+                pw = size_add(x.shape()[3], size_mul(2, padding[1], op), op);
+  const int64_t kh = size_add(size_mul(dilation[0], w.shape()[2] - 1, op), 1, op),
+                kw = size_add(size_mul(dilation[1], w.shape()[3] - 1, op), 1, op);
   if (ph < kh || pw < kw)
     throw ShapeError(msg("Calculated padded input size per channel: (", ph, " x ", pw, "). Kernel size: (", kh, " x ",
                          kw, "). Kernel size can't be greater than actual input size"));

@@ -32,7 +32,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
         throw ShapeError(msg("Sizes of tensors must match except in dimension ", d, ". Expected size ",
                              ref.shape()[j], " but got size ", t.shape()[j], " for tensor number ", i,
                              " in the list."));
-    shape[d] += t.shape()[d];
+    shape[d] = size_add(shape[d], t.shape()[d], "cat()");
   }
   Tensor out = empty(shape, {dt, ref.device()});
   {

@@ -33,7 +33,7 @@ Shape padded_shape(const Shape& in, const std::vector<Pair>& pads, PadMode mode)
   Shape out(in.size());
   for (size_t d = 0; d < in.size(); ++d) {
     const int64_t n = in[d], b = pads[d][0], e = pads[d][1];
-    out[d] = n + b + e;
+    out[d] = size_add(size_add(n, b, "pad()"), e, "pad()");
     if (out[d] < 0)
       throw ValueError(msg("pad(): dim ", d, " of size ", n, " with pads (", b, ", ", e, ") gives a negative size ",
                            out[d]));

@@ -18,9 +18,14 @@ cpu::Pool2dShape pool_shape(const char* op, const Shape& x, Pair kernel, Pair st
   if (kernel[0] < 1 || kernel[1] < 1) throw ValueError(msg(op, ": kernel_size must be greater than zero"));
   if (stride[0] < 1 || stride[1] < 1) throw ValueError(msg(op, ": stride must be greater than zero"));
   if (dilation[0] < 1 || dilation[1] < 1) throw ValueError(msg(op, ": dilation must be greater than zero"));
-  if (padding[0] < 0 || padding[1] < 0 || 2 * padding[0] > kernel[0] || 2 * padding[1] > kernel[1])
+  if (padding[0] < 0 || padding[1] < 0 || padding[0] > kernel[0] / 2 || padding[1] > kernel[1] / 2)
     throw ValueError(msg(op, ": pad should be at most half of effective kernel size, but got pad=", padding[0],
                          ", kernel_size=", kernel[0]));
+  // pool2d_output_size's sums and products, checked here once (2 * padding <= kernel).
+  for (int i = 0; i < 2; ++i) {
+    (void)size_add(size_add(x[2 + i], 2 * padding[i], op), ceil_mode ? stride[i] - 1 : 0, op);
+    (void)size_mul(dilation[i], kernel[i] - 1, op);
+  }
   cpu::Pool2dShape s;
   s.n = x[0];
   s.c = x[1];

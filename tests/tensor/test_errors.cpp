@@ -218,7 +218,23 @@ TEST_CASE("allocation errors", "[errors][memory]") {
                "shape [1099511627776, 1099511627776] has more elements than int64 can count");
   EXPECT_ERROR(zeros({3, int64_t{1} << 62, 8}), ShapeError,
                "shape [3, 4611686018427387904, 8] has more elements than int64 can count");
-  CHECK(empty({0, int64_t{1} << 62, 8}).numel() == 0);  // a zero size: no elements, no overflow
+  CHECK(empty({0, int64_t{1} << 62, 1}).numel() == 0);  // a zero size: no elements, no overflow
+  // ... but its other sizes must still multiply within int64 (numel, strides and
+  // flattened dims multiply them in any order).
+  EXPECT_ERROR(empty({0, int64_t{1} << 62, 8}), ShapeError,
+               "shape [0, 4611686018427387904, 8] has no elements, but its other sizes multiply past int64");
+  EXPECT_ERROR(zeros({1}).expand({int64_t{1} << 40, int64_t{1} << 40, 0}), ShapeError,
+               "shape [1099511627776, 1099511627776, 0] has no elements, but its other sizes multiply past int64");
+  // Size arithmetic on arguments from outside: an error, not a signed overflow.
+  const int64_t big = int64_t{1} << 62;
+  EXPECT_ERROR(pad(zeros({3}), {{big, big}}), ShapeError,
+               "pad(): sizes overflow int64 (4611686018427387907 + 4611686018427387904)");
+  EXPECT_ERROR(cat({empty({0, big}), empty({0, big})}, 1), ShapeError,
+               "cat(): sizes overflow int64 (4611686018427387904 + 4611686018427387904)");
+  EXPECT_ERROR(conv2d(zeros({1, 1, 4, 4}), zeros({1, 1, 3, 3}), Tensor(), {1, 1}, {big, 0}), ShapeError,
+               "conv2d: sizes overflow int64 (2 * 4611686018427387904)");
+  EXPECT_ERROR(conv2d(zeros({1, 1, 4, 4}), zeros({1, 1, 3, 3}), Tensor(), {1, 1}, {0, 0}, {big, 1}), ShapeError,
+               "conv2d: sizes overflow int64 (4611686018427387904 * 2)");
   // The elements fit, their bytes do not.
   EXPECT_ERROR(empty({int64_t{1} << 62}), OutOfMemoryError,
                "tensor of shape [4611686018427387904] and dtype float32 is too large to allocate (its size in "
