@@ -182,17 +182,17 @@ int64_t chunk_for(int64_t per_image_bytes, int64_t n) {
   return std::clamp<int64_t>(kMaxColumnBytes / std::max<int64_t>(per_image_bytes, 1), 1, n);
 }
 
-void check_dtype(DType dt, const char* op) {
+}  // namespace
+
+void conv2d_check_dtype(DType dt, const char* op) {
   if (!is_floating(dt))
     throw NotImplementedError(std::string(op) + ": not implemented for dtype " + dtype_name(dt) +
                               " on cuda");
 }
 
-}  // namespace
-
 void conv2d_bias_grad(DType dt, const Conv2dShape& s, const void* grad_y, void* grad_bias,
                       cudaStream_t stream) {
-  check_dtype(dt, "conv2d_backward_weight");
+  conv2d_check_dtype(dt, "conv2d_backward_weight");
   if (s.c_out <= 0) return;
   dispatch_floating(dt, "conv2d_backward_weight", "cuda", [&]<class T>() {
     bias_grad_kernel<T><<<unsigned(s.c_out), kBlockThreads, 0, stream>>>(
@@ -218,7 +218,7 @@ void conv2d_add_bias_round(DType dt, const Conv2dShape& s, const float* acc, con
 
 void conv2d_forward_native(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                            const void* bias, void* y, cudaStream_t stream) {
-  check_dtype(dt, "conv2d_forward");
+  conv2d_check_dtype(dt, "conv2d_forward");
   const Conv2dDims d(s);
   if (s.n <= 0 || d.P <= 0 || s.c_out <= 0) return;
   const size_t es = dtype_size(dt);
@@ -242,7 +242,7 @@ void conv2d_forward_native(DType dt, const Conv2dShape& s, const void* x, const 
 
 void conv2d_backward_input_native(DType dt, const Conv2dShape& s, const void* grad_y,
                                   const void* weight, void* grad_x, cudaStream_t stream) {
-  check_dtype(dt, "conv2d_backward_input");
+  conv2d_check_dtype(dt, "conv2d_backward_input");
   const Conv2dDims d(s);
   if (s.n <= 0 || d.x_img <= 0) return;
   const size_t es = dtype_size(dt);
@@ -268,7 +268,7 @@ void conv2d_backward_input_native(DType dt, const Conv2dShape& s, const void* gr
 void conv2d_backward_weight_native(DType dt, const Conv2dShape& s, const void* grad_y,
                                    const void* x, void* grad_weight, void* grad_bias,
                                    cudaStream_t stream) {
-  check_dtype(dt, "conv2d_backward_weight");
+  conv2d_check_dtype(dt, "conv2d_backward_weight");
   const Conv2dDims d(s);
   const size_t es = dtype_size(dt);
   if (grad_bias) conv2d_bias_grad(dt, s, grad_y, grad_bias, stream);  // zeros when n*P == 0

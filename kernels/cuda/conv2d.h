@@ -30,6 +30,11 @@ void conv2d_backward_input(DType dt, const Conv2dShape& s, const void* grad_y, c
 void conv2d_backward_weight(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
                             void* grad_weight, void* grad_bias, cudaStream_t stream);
 
+// NotImplementedError "{op}: not implemented for dtype {dtype} on cuda" unless dt is
+// a floating dtype: the native and direct entry points check first, so that an empty
+// shape (which returns before any dispatch) refuses the same dtypes.
+void conv2d_check_dtype(DType dt, const char* op);
+
 // The native kernels (conv2d.cu).
 void conv2d_forward_native(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                            const void* bias, void* y, cudaStream_t stream);

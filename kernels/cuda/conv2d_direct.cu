@@ -3,10 +3,7 @@
 // conv2d_direct_math.h (where the why is). This file holds the launches: the grid
 // shapes, the conversions from the storage type, the bias, and stage 2 of the weight
 // gradient (a warp per weight).
-#include <string>
-
 #include "kernels/base/dispatch.h"
-#include "kernels/base/error.h"
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/conv2d_direct_math.h"
@@ -80,18 +77,13 @@ void with_extents(const Conv2dShape& s, F&& f) {
   return f.template operator()<0, 0>();
 }
 
-void check_dtype(DType dt, const char* op) {
-  if (!is_floating(dt))
-    throw NotImplementedError(std::string(op) + ": not implemented for dtype " + dtype_name(dt) + " on cuda");
-}
-
 }  // namespace
 
 bool conv2d_direct_suits(const Conv2dShape& s) { return direct::suits(s); }
 
 void conv2d_forward_direct(DType dt, const Conv2dShape& s, const void* x, const void* weight, const void* bias,
                            void* y, cudaStream_t stream) {
-  check_dtype(dt, "conv2d_forward");
+  conv2d_check_dtype(dt, "conv2d_forward");
   const int64_t total = s.n * s.c_out * s.h_out * s.w_out;
   if (total <= 0) return;
   dispatch_floating(dt, "conv2d_forward", "cuda", [&]<class T>() {
@@ -104,7 +96,7 @@ void conv2d_forward_direct(DType dt, const Conv2dShape& s, const void* x, const 
 
 void conv2d_backward_input_direct(DType dt, const Conv2dShape& s, const void* grad_y, const void* weight,
                                   void* grad_x, cudaStream_t stream) {
-  check_dtype(dt, "conv2d_backward_input");
+  conv2d_check_dtype(dt, "conv2d_backward_input");
   const int64_t total = s.n * s.c_in * s.h * s.w;
   if (total <= 0) return;
   dispatch_floating(dt, "conv2d_backward_input", "cuda", [&]<class T>() {
@@ -117,7 +109,7 @@ void conv2d_backward_input_direct(DType dt, const Conv2dShape& s, const void* gr
 
 void conv2d_backward_weight_direct(DType dt, const Conv2dShape& s, const void* grad_y, const void* x,
                                    void* grad_weight, void* grad_bias, cudaStream_t stream) {
-  check_dtype(dt, "conv2d_backward_weight");
+  conv2d_check_dtype(dt, "conv2d_backward_weight");
   const size_t es = dtype_size(dt);
   const int64_t taps = s.c_out * (s.c_in / s.groups) * s.kh * s.kw;
   if (s.n * s.h_out * s.w_out <= 0) {  // no terms: every sum is zero

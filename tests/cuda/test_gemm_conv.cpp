@@ -741,6 +741,15 @@ TEST_CASE("conv2d direct kernels match the CPU in float64", "[cuda][conv2d][dire
                      &cuda::conv2d_backward_weight_direct}},
                    45);
   check_bias_rounds_once({{"direct", &cuda::conv2d_forward_direct}});
+  // Integer dtypes are refused with the native path's message, also for an empty batch.
+  Conv2dShape s;
+  s.n = 0, s.c_in = 1, s.h = s.w = 4, s.c_out = 1, s.kh = s.kw = 3;
+  s = conv2d_set_output_size(s);
+  for (auto fn : {&cuda::conv2d_forward_native, &cuda::conv2d_forward_direct})
+    CHECK_THROWS_WITH(fn(kInt32, s, nullptr, nullptr, nullptr, nullptr, cuda::stream(0)),
+                      "conv2d_forward: not implemented for dtype int32 on cuda");
+  CHECK_THROWS_WITH(cuda::conv2d_backward_weight_direct(kInt64, s, nullptr, nullptr, nullptr, nullptr, cuda::stream(0)),
+                    "conv2d_backward_weight: not implemented for dtype int64 on cuda");
 }
 
 TEST_CASE("conv2d direct kernels at the seed network's batch 1000 match the CPU", "[cuda][conv2d][direct]") {
