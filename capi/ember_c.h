@@ -86,6 +86,19 @@ EMBER_C_API const char* ember_build_config(void);
 EMBER_C_API ember_status ember_set_num_threads(int n);
 EMBER_C_API int ember_get_num_threads(void);
 
+/* ---- memory ---- */
+
+/* The most CPU tensors may hold at once, in bytes (ember::cpu_set_memory_limit),
+ * process-wide: a call whose tensors would pass it fails with
+ * EMBER_ERROR_OUT_OF_MEMORY without asking the system. 0 means no limit, the
+ * default unless the EMBER_CPU_MEMORY_LIMIT_MB environment variable sets one. A
+ * program that runs models it did not write sets one: on Linux an allocation past
+ * the machine's memory usually succeeds, and the process is killed later. */
+EMBER_C_API void ember_set_cpu_memory_limit(size_t bytes);
+EMBER_C_API size_t ember_cpu_memory_limit(void);
+/* Bytes CPU tensors hold now (ember::cpu_memory_allocated). */
+EMBER_C_API size_t ember_cpu_memory_allocated(void);
+
 /* ---- dtypes ---- */
 
 /* The values match ember::DType. */

@@ -1,12 +1,13 @@
 // The C API's questions about the library itself: version, what this build has
-// (backends from ember_config.h, the CPU kernels' instruction set), and the
-// number of CPU threads.
+// (backends from ember_config.h, the CPU kernels' instruction set), the
+// number of CPU threads, and the CPU memory limit.
 #include <cstdio>
 #include <string>
 
 #include "capi/capi_internal.h"
 #include "ember_config.h"
 #include "kernels/base/parallel.h"
+#include "tensor/cpu_allocator.h"
 #include "tensor/build_info.h"
 
 namespace {
@@ -56,5 +57,9 @@ EMBER_C_API ember_status ember_set_num_threads(int n) {
 }
 
 EMBER_C_API int ember_get_num_threads(void) { return ember::get_num_threads(); }
+
+EMBER_C_API void ember_set_cpu_memory_limit(size_t bytes) { ember::cpu_set_memory_limit(bytes); }
+EMBER_C_API size_t ember_cpu_memory_limit(void) { return ember::cpu_memory_limit(); }
+EMBER_C_API size_t ember_cpu_memory_allocated(void) { return ember::cpu_memory_allocated(); }
 
 }  // extern "C"

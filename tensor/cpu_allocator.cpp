@@ -1,8 +1,9 @@
-// CPU allocator with a cache of large blocks and per-thread caches of small ones
-// (see cpu_allocator.h for why).
+// CPU allocator with a cache of large blocks and per-thread caches of small ones,
+// counting what tensors hold against an optional limit (see cpu_allocator.h for why).
 #include "tensor/cpu_allocator.h"
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -22,6 +23,27 @@ constexpr size_t kHugePage = size_t{2} << 20;  // and rounded to this
 size_t default_limit() {
   if (const char* env = std::getenv("EMBER_CPU_CACHE_MB")) return static_cast<size_t>(std::strtoull(env, nullptr, 10)) << 20;
   return size_t{1} << 30;
+}
+
+// EMBER_CPU_MEMORY_LIMIT_MB, read once: the limit in bytes (0: none), or why the
+// variable is not one. A misspelt limit is an error, not silently no limit.
+struct EnvLimit {
+  size_t bytes = 0;
+  std::string error;
+};
+
+EnvLimit env_memory_limit() {
+  const char* env = std::getenv("EMBER_CPU_MEMORY_LIMIT_MB");
+  if (!env) return {};
+  const std::string text = env;
+  size_t mib = 0;
+  bool ok = !text.empty() && text.size() <= 12;  // at most 10^12 MiB: no overflow below
+  for (char c : text) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok) mib = mib * 10 + static_cast<size_t>(c - '0');
+  }
+  if (!ok) return {0, "EMBER_CPU_MEMORY_LIMIT_MB must be a whole number of MiB, got '" + text + "'"};
+  return {mib << 20, {}};
 }
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
@@ -99,51 +121,35 @@ SmallCache* this_thread_cache() {
 
 class CachingCpuAllocator final : public Allocator {
  public:
+  CachingCpuAllocator() : CachingCpuAllocator(env_memory_limit()) {}
+  explicit CachingCpuAllocator(EnvLimit env) : env_error_(std::move(env.error)) {
+    memory_limit_.store(env.bytes);
+    env_bad_.store(!env_error_.empty());
+  }
+
   void* allocate(size_t nbytes, const Device&) override {
     if (nbytes == 0) return nullptr;
-    if (nbytes < kLarge) return allocate_small(nbytes);
-    const size_t size = round_up(nbytes, kHugePage);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_.find(size);
-      if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_ -= size;
-        live_[p] = size;
-        return p;
-      }
+    charge(nbytes);
+    try {
+      return nbytes < kLarge ? allocate_small(nbytes) : allocate_large(nbytes);
+    } catch (...) {
+      in_use_.fetch_sub(nbytes, std::memory_order_relaxed);
+      throw;
     }
-    void* p = std::aligned_alloc(kHugePage, size);
-    if (!p) {  // the cache may hold what we need: give it back and retry once
-      cpu_empty_cache();
-      p = std::aligned_alloc(kHugePage, size);
-    }
-    checked(p, nbytes);
-    std::lock_guard<std::mutex> lock(mutex_);
-    live_[p] = size;
-    return p;
   }
 
   void deallocate(void* p, size_t nbytes, const Device&) override {
     if (!p) return;
+    in_use_.fetch_sub(nbytes, std::memory_order_relaxed);
     if (nbytes < kLarge) return deallocate_small(p, nbytes);
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto it = live_.find(p);
-    if (it == live_.end()) {  // not from this allocator's large path: a plain free
-      lock.unlock();
-      std::free(p);
-      return;
-    }
-    const size_t size = it->second;
-    live_.erase(it);
-    if (cached_ + size <= limit_) {
-      free_[size].push_back(p);
-      cached_ += size;
-      return;
-    }
-    lock.unlock();
-    std::free(p);
+    deallocate_large(p);
+  }
+
+  size_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
+  size_t memory_limit() const { return memory_limit_.load(std::memory_order_relaxed); }
+  void set_memory_limit(size_t bytes) {
+    memory_limit_.store(bytes, std::memory_order_relaxed);
+    env_bad_.store(false, std::memory_order_relaxed);  // the program's limit replaces a malformed variable
   }
 
   void empty() {
@@ -170,6 +176,65 @@ class CachingCpuAllocator final : public Allocator {
   }
 
  private:
+  // The cost of an allocation under the limit; over it, OutOfMemoryError (nothing charged).
+  void charge(size_t nbytes) {
+    const size_t before = in_use_.fetch_add(nbytes, std::memory_order_relaxed);
+    const size_t limit = memory_limit_.load(std::memory_order_relaxed);
+    const bool env_bad = env_bad_.load(std::memory_order_relaxed);
+    if ((limit == 0 || (nbytes <= limit && before <= limit - nbytes)) && !env_bad) [[likely]]
+      return;
+    in_use_.fetch_sub(nbytes, std::memory_order_relaxed);
+    if (env_bad) throw ValueError(env_error_);
+    throw OutOfMemoryError("CPU out of memory: tried to allocate " + std::to_string(nbytes) + " bytes with " +
+                           std::to_string(before) + " bytes already allocated, over the limit of " +
+                           std::to_string(limit) + " bytes (cpu_set_memory_limit)");
+  }
+
+  // Blocks of 1 MiB and more: rounded to 2 MiB, served from the cache when it
+  // holds one of that size.
+  void* allocate_large(size_t nbytes) {
+    const size_t size = round_up(nbytes, kHugePage);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= size;
+        live_[p] = size;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(kHugePage, size);
+    if (!p) {  // the cache may hold what we need: give it back and retry once
+      cpu_empty_cache();
+      p = std::aligned_alloc(kHugePage, size);
+    }
+    checked(p, nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_[p] = size;
+    return p;
+  }
+
+  void deallocate_large(void* p) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto it = live_.find(p);
+    if (it == live_.end()) {  // not from this allocator's large path: a plain free
+      lock.unlock();
+      std::free(p);
+      return;
+    }
+    const size_t size = it->second;
+    live_.erase(it);
+    if (cached_ + size <= limit_) {
+      free_[size].push_back(p);
+      cached_ += size;
+      return;
+    }
+    lock.unlock();
+    std::free(p);
+  }
+
   static void* allocate_small(size_t nbytes) {
     const size_t size = class_size(nbytes);
     SmallCache* c = this_thread_cache();
@@ -213,7 +278,11 @@ class CachingCpuAllocator final : public Allocator {
   std::unordered_map<void*, size_t> live_;       // large blocks in use, with their rounded size
   std::map<size_t, std::vector<void*>> free_;    // cached large blocks by size
   size_t cached_ = 0;
-  size_t limit_ = default_limit();
+  size_t limit_ = default_limit();                // of the cache
+  std::atomic<size_t> in_use_{0};                 // bytes tensors hold (cpu_memory_allocated)
+  std::atomic<size_t> memory_limit_{0};           // 0: none
+  const std::string env_error_;                   // why EMBER_CPU_MEMORY_LIMIT_MB is malformed
+  std::atomic<bool> env_bad_{false};              // it is, and the program set no limit since
 };
 
 CachingCpuAllocator& instance() {
@@ -228,5 +297,8 @@ Allocator* cpu_allocator() { return &instance(); }
 void cpu_empty_cache() { instance().empty(); }
 size_t cpu_memory_cached() { return instance().cached(); }
 void cpu_set_cache_limit(size_t bytes) { instance().set_limit(bytes); }
+size_t cpu_memory_allocated() { return instance().in_use(); }
+void cpu_set_memory_limit(size_t bytes) { instance().set_memory_limit(bytes); }
+size_t cpu_memory_limit() { return instance().memory_limit(); }
 
 }  // namespace ember

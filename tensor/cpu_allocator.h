@@ -10,6 +10,12 @@
 // which for `a + b` on 64 MB tensors took longer than the addition itself. (Asking
 // for transparent huge pages made first touches slower here: the kernel compacts
 // memory synchronously to find them.)
+//
+// The allocator also counts the bytes CPU tensors hold and, when a limit is set,
+// refuses an allocation that would pass it. On Linux an allocation larger than the
+// machine's memory usually succeeds and the process is killed later, when its pages
+// are touched; a program that runs models it did not write (an ONNX file that asks
+// for a 16 GB Range) sets a limit to get an OutOfMemoryError instead.
 #pragma once
 
 #include "kernels/base/export.h"
@@ -27,6 +33,17 @@ size_t cpu_memory_cached();
 // The most the cache may hold; 0 disables caching. Default 1 GiB, or the
 // EMBER_CPU_CACHE_MB environment variable (in MiB) when set.
 void cpu_set_cache_limit(size_t bytes);
+
+// Bytes CPU tensors hold now, as they asked for them (before the allocator rounds
+// a block up); the cache's blocks are not counted.
+size_t cpu_memory_allocated();
+// The most CPU tensors may hold at once: an allocation that would take
+// cpu_memory_allocated() past it raises OutOfMemoryError without asking the
+// system. 0 means no limit, the default unless the EMBER_CPU_MEMORY_LIMIT_MB
+// environment variable (a whole number of MiB) sets one. Lowering it below what
+// is held frees nothing; later allocations fail until enough is freed.
+void cpu_set_memory_limit(size_t bytes);
+size_t cpu_memory_limit();
 
 }  // namespace ember
 

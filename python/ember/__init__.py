@@ -12,6 +12,7 @@ from ._C import (Tensor, dtype, device, Error, DeviceError, DTypeError, ShapeErr
                  NotImplementedError, OutOfMemoryError, CudaError, FormatError, DistError,
                  zeros, ones, empty, full, rand, randn, arange, zeros_like, ones_like, empty_like,
                  tensor, from_numpy, as_tensor, manual_seed, is_grad_enabled, set_num_threads, get_num_threads,
+                 set_cpu_memory_limit, cpu_memory_limit, cpu_memory_allocated,
                  matmul, cat, stack, where)
 
 float32 = float = dtype.float32

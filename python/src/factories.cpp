@@ -210,6 +210,10 @@ void init_factories(py::module_& m) {
   m.def("_set_grad_enabled", &set_grad_mode, py::arg("mode"));
   m.def("set_num_threads", &set_num_threads, py::arg("n"));
   m.def("get_num_threads", &get_num_threads);
+  // The CPU memory limit (tensor/cpu_allocator.h): 0 means none.
+  m.def("set_cpu_memory_limit", [](size_t bytes) { cpu_set_memory_limit(bytes); }, py::arg("bytes"));
+  m.def("cpu_memory_limit", [] { return cpu_memory_limit(); });
+  m.def("cpu_memory_allocated", [] { return cpu_memory_allocated(); });
   m.def("cuda_is_available", &cuda::is_available);
   m.def("cuda_device_count", &cuda::device_count);
   m.def("cuda_synchronize", [](int device) { nogil([&] { cuda::synchronize(device); return 0; }); },

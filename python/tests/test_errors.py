@@ -19,6 +19,27 @@ def test_classes_and_bases():
         assert issubclass(cls, ember.Error)
 
 
+def test_cpu_memory_limit():
+    # A tensor past the limit raises ember.OutOfMemoryError (a MemoryError) with the
+    # C++ message, charges nothing, and fits once the limit is lifted.
+    held, before = ember.cpu_memory_allocated(), ember.cpu_memory_limit()
+    ember.set_cpu_memory_limit(held + (1 << 20))
+    try:
+        assert ember.cpu_memory_limit() == held + (1 << 20)
+        with pytest.raises(MemoryError) as e:
+            ember.zeros(1 << 20)  # 4 MiB of float32
+        assert type(e.value) is ember.OutOfMemoryError
+        assert str(e.value) == (f"CPU out of memory: tried to allocate 4194304 bytes with {held} bytes already "
+                                f"allocated, over the limit of {held + (1 << 20)} bytes (cpu_set_memory_limit)")
+        assert ember.cpu_memory_allocated() == held
+    finally:
+        ember.set_cpu_memory_limit(before)
+    t = ember.zeros(1 << 20)
+    assert ember.cpu_memory_allocated() == held + 4194304
+    del t
+    assert ember.cpu_memory_allocated() == held
+
+
 def test_shape_error_message():
     with pytest.raises(ember.ShapeError) as e:
         ember.ones(2, 3) + ember.ones(4)

@@ -171,6 +171,33 @@ static void test_threads(void) {
   CHECK(ember_get_num_threads() == before);
 }
 
+/* The CPU memory limit: a tensor past it is refused with EMBER_ERROR_OUT_OF_MEMORY
+ * and the documented message, and nothing stays charged. */
+static void test_memory_limit(void) {
+  const size_t before = ember_cpu_memory_limit(), held = ember_cpu_memory_allocated();
+  const int64_t shape[1] = {1 << 20}; /* 4 MiB of float32 */
+  ember_tensor* t = NULL;
+  ember_tensor* bad = kPoison;
+  char want[256];
+  CHECK_OK(ember_tensor_create(NULL, shape, 1, EMBER_DTYPE_FLOAT32, &t));
+  CHECK(ember_cpu_memory_allocated() == held + 4194304);
+  ember_set_cpu_memory_limit(held + 4194304 + 1000);
+  CHECK(ember_cpu_memory_limit() == held + 4194304 + 1000);
+  CHECK_STATUS(ember_tensor_create(NULL, shape, 1, EMBER_DTYPE_FLOAT32, &bad), EMBER_ERROR_OUT_OF_MEMORY);
+  snprintf(want, sizeof want,
+           "CPU out of memory: tried to allocate 4194304 bytes with %zu bytes already allocated, over the limit "
+           "of %zu bytes (cpu_set_memory_limit)",
+           held + 4194304, held + 4194304 + 1000);
+  CHECK_MESSAGE(want);
+  CHECK(bad == NULL);
+  CHECK(ember_cpu_memory_allocated() == held + 4194304);
+  ember_tensor_free(t);
+  CHECK(ember_cpu_memory_allocated() == held);
+  CHECK_OK(ember_tensor_create(NULL, shape, 1, EMBER_DTYPE_FLOAT32, &t)); /* fits once freed */
+  ember_tensor_free(t);
+  ember_set_cpu_memory_limit(before);
+}
+
 static void test_dtypes(void) {
   CHECK(ember_dtype_size(EMBER_DTYPE_FLOAT32) == 4);
   CHECK(ember_dtype_size(EMBER_DTYPE_FLOAT64) == 8);
@@ -778,6 +805,7 @@ int main(int argc, char** argv) {
   test_status(); /* first: it asserts that nothing has failed yet */
   test_version_and_build();
   test_threads();
+  test_memory_limit();
   test_dtypes();
   test_tensor_create();
   test_tensor_to();

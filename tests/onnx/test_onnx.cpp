@@ -538,6 +538,15 @@ TEST_CASE("onnx: hostile shapes and values in nodes", "[onnx][errors]") {
   s->add_int64_data(int64_t{1} << 17);
   ember::onnx::Model m = big.load();
   CHECK(m.num_steps() == 1);
+  {  // Run under a CPU memory limit, it is refused before the system is asked.
+    const size_t held = cpu_memory_allocated(), previous = cpu_memory_limit();
+    cpu_set_memory_limit(size_t{1} << 30);
+    CHECK(message_of<OutOfMemoryError>([&] { m.run({}); }) ==
+          "CPU out of memory: tried to allocate 68719476736 bytes with " + std::to_string(held) +
+              " bytes already allocated, over the limit of 1073741824 bytes (cpu_set_memory_limit)");
+    cpu_set_memory_limit(previous);
+    CHECK(cpu_memory_allocated() == held);
+  }
 
   OneNode squeeze("Squeeze", 11);
   squeeze.input("x", {1, 3, 1});
