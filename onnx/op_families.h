@@ -12,5 +12,6 @@ void add_elementwise_ops(std::vector<OpRow>& rows);
 void add_shape_ops(std::vector<OpRow>& rows);
 void add_nn_ops(std::vector<OpRow>& rows);
 void add_reduce_ops(std::vector<OpRow>& rows);
+void add_index_ops(std::vector<OpRow>& rows);
 
 }  // namespace ember::onnx

@@ -1,10 +1,12 @@
 // ONNX's elementwise ops: unary math and activations, binary arithmetic and
 // comparisons with NumPy broadcasting (and the explicit `broadcast`/`axis`
-// attributes of opsets before 7), the variadic Max/Min/Sum/Mean, Where, Clip
-// and Cast. Each is one or a few of Ember's tensor ops.
+// attributes of opsets before 7), the variadic Max/Min/Sum/Mean, Where, Clip,
+// Cast and CastLike, and the tests IsNaN and IsInf. Each is one or a few of
+// Ember's tensor ops.
 #include "onnx/op_families.h"
 
 #include <cmath>
+#include <limits>
 
 #include "kernels/base/error.h"
 #include "onnx/tensor_proto.h"
@@ -103,6 +105,64 @@ OpFn build_clip(const NodeContext& ctx) {
     if (in.size() > 2 && in[2].defined()) y = minimum(y, in[2].to(y.device(), y.dtype()));
     return std::vector<Tensor>{y};
   };
+}
+
+OpFn build_thresholded_relu(const NodeContext& ctx) {
+  double alpha = ctx.get_float("alpha", 1.0);
+  return [alpha](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{where(gt(in[0], alpha), in[0], 0)};
+  };
+}
+
+OpFn build_hard_swish(const NodeContext&) {
+  return [](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    return std::vector<Tensor>{mul(x, clamp(add(div(x, 6.0), 0.5), 0.0, 1.0))};
+  };
+}
+
+OpFn build_celu(const NodeContext& ctx) {
+  double alpha = ctx.get_float("alpha", 1.0);
+  if (alpha == 0) ctx.invalid("alpha must not be 0");
+  return [alpha](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    return std::vector<Tensor>{where(gt(x, 0.0), x, mul(sub(exp(div(x, alpha)), 1.0), alpha))};
+  };
+}
+
+// Values within lambd of zero become 0; the others move towards zero by bias.
+// The result keeps the input's type (an int8 input stays int8).
+OpFn build_shrink(const NodeContext& ctx) {
+  double lambd = ctx.get_float("lambd", 0.5), bias = ctx.get_float("bias", 0.0);
+  return [lambd, bias](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    Tensor y = where(lt(x, -lambd), add(x, bias), where(gt(x, lambd), sub(x, bias), zeros_like(x)));
+    return std::vector<Tensor>{y.to(x.dtype())};
+  };
+}
+
+// -1, 0 or 1 in the input's type; NaN stays NaN.
+Tensor onnx_sign(const Tensor& x) {
+  Tensor s = sub(gt(x, 0).to(x.dtype()), lt(x, 0).to(x.dtype()));
+  return is_floating(x.dtype()) ? where(ne(x, x), x, s) : s;
+}
+
+Tensor is_nan(const Tensor& x) { return ne(x, x); }
+
+OpFn build_is_inf(const NodeContext& ctx) {
+  bool positive = ctx.get_int("detect_positive", 1) != 0, negative = ctx.get_int("detect_negative", 1) != 0;
+  return [positive, negative](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    const double inf = std::numeric_limits<double>::infinity();
+    Tensor y = positive && negative ? eq(abs(x), inf) : positive ? eq(x, inf) : negative ? eq(x, -inf)
+                                                                                     : zeros(x.shape(), TensorOptions(kBool, x.device()));
+    return std::vector<Tensor>{y};
+  };
+}
+
+OpFn build_cast_like(const NodeContext& ctx) {
+  ctx.require_default("saturate", 1);
+  return [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].to(in[1].dtype())}; };
 }
 
 OpFn build_cast(const NodeContext& ctx) {
@@ -207,7 +267,9 @@ void add_elementwise_ops(std::vector<OpRow>& rows) {
       {"LessOrEqual", binary<le>}, {"GreaterOrEqual", binary<ge>}, {"And", binary<logical_and>},
       {"Or", binary<logical_or>}, {"Xor", binary<logical_xor>}, {"Not", build_not},
       {"Max", variadic<maximum>}, {"Min", variadic<minimum>}, {"Sum", build_sum1}, {"Mean", build_mean},
-      {"Where", build_where},
+      {"Where", build_where}, {"ThresholdedRelu", build_thresholded_relu, 10}, {"HardSwish", build_hard_swish, 14},
+      {"Celu", build_celu, 12}, {"Shrink", build_shrink, 9}, {"Sign", unary<onnx_sign>, 9},
+      {"IsNaN", unary<is_nan>, 9}, {"IsInf", build_is_inf, 10}, {"CastLike", build_cast_like, 15},
   });
 }
 

@@ -1,5 +1,6 @@
 // ONNX's reductions (ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceL1,
-// ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp) and ArgMax/ArgMin.
+// ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp), ArgMax/ArgMin and
+// Hardmax (an ArgMax made one-hot).
 // Axes are an attribute, except for ReduceSum from opset 13, where they are an
 // optional input; no axes means every axis (or none, with noop_with_empty_axes).
 #include "onnx/op_families.h"
@@ -66,16 +67,46 @@ OpFn build_reduce(const NodeContext& ctx) {
   };
 }
 
+// ArgMax/ArgMin pick the first extreme along the axis; with select_last_index
+// they pick the last, found as the first of the axis reversed.
 OpFn build_arg(const NodeContext& ctx) {
   bool is_max = ctx.op_type == "ArgMax";
   int64_t axis = ctx.get_int("axis", 0);
   bool keep = ctx.get_int("keepdims", 1) != 0;
-  ctx.require_default("select_last_index", 0);
+  bool last = ctx.get_int("select_last_index", 0) != 0;
   std::string where = ctx.where();
   return [=](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     int64_t a = normalize_axis(where, axis, x.dim());
-    return std::vector<Tensor>{is_max ? argmax(x, a, keep) : argmin(x, a, keep)};
+    if (!last) return std::vector<Tensor>{is_max ? argmax(x, a, keep) : argmin(x, a, keep)};
+    const int64_t n = x.size(a);
+    Tensor reversed = take(x, a, arange(n - 1, -1, -1, TensorOptions(kInt64, x.device())));
+    Tensor first = is_max ? argmax(reversed, a, keep) : argmin(reversed, a, keep);
+    return std::vector<Tensor>{sub(n - 1, first)};
+  };
+}
+
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere. Before opset 13
+// the input is seen as 2-D, flattened at the axis, as Softmax does.
+OpFn build_hardmax(const NodeContext& ctx) {
+  bool legacy = ctx.opset < 13;
+  int64_t axis = ctx.get_int("axis", legacy ? 1 : -1);
+  std::string where = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    if (x.dim() == 0) throw ShapeError(where + ": the input has no dims");
+    int64_t a = normalize_axis(where, axis, x.dim());
+    Tensor v = x;
+    if (legacy) {
+      int64_t outer = 1;
+      for (int64_t d = 0; d < a; ++d) outer *= x.size(d);
+      v = x.reshape({outer, x.numel() / std::max<int64_t>(outer, 1)});
+      a = 1;
+    }
+    Shape along(static_cast<size_t>(v.dim()), 1);
+    along[static_cast<size_t>(a)] = v.size(a);
+    Tensor positions = arange(0, v.size(a), 1, TensorOptions(kInt64, v.device())).reshape(along);
+    return std::vector<Tensor>{eq(argmax(v, a, true), positions).to(x.dtype()).reshape(x.shape())};
   };
 }
 
@@ -88,6 +119,7 @@ void add_reduce_ops(std::vector<OpRow>& rows) {
       {"ReduceL1", build_reduce<Kind::L1>}, {"ReduceL2", build_reduce<Kind::L2>},
       {"ReduceSumSquare", build_reduce<Kind::SumSquare>}, {"ReduceLogSum", build_reduce<Kind::LogSum>},
       {"ReduceLogSumExp", build_reduce<Kind::LogSumExp>}, {"ArgMax", build_arg}, {"ArgMin", build_arg},
+      {"Hardmax", build_hardmax},
   });
 }
 

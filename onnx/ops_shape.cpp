@@ -1,6 +1,6 @@
 // ONNX's shape and data-movement ops: Reshape, Flatten, Transpose, Squeeze,
 // Unsqueeze, Concat, Split, Slice, Expand, Tile, Gather, Shape, Size, Constant,
-// ConstantOfShape, Range. Most are views of the input (no copy). Values that
+// ConstantOfShape, Range, DepthToSpace, SpaceToDepth. Most are views of the input (no copy). Values that
 // describe shapes (Reshape's shape, Slice's starts, ...) are inputs from opset 5,
 // 10 or 13 on and attributes before; either way they are read at run time, so a
 // shape computed by the graph itself works as well as a constant.
@@ -325,6 +325,37 @@ OpFn build_gather(const NodeContext& ctx) {
   };
 }
 
+// DepthToSpace moves blocks of channels into blocksize x blocksize patches of
+// the image, SpaceToDepth the reverse: a reshape, a permute and a reshape. DCR
+// (the default) takes a patch's channels depth-major, CRD channel-major.
+OpFn build_depth_to_space(const NodeContext& ctx) {
+  const bool to_space = ctx.op_type == "DepthToSpace";
+  const int64_t b = ctx.get_int("blocksize", 0);
+  if (b < 1 || b > (int64_t{1} << 31)) ctx.invalid("blocksize must be between 1 and 2^31, got " + std::to_string(b));
+  const std::string mode = to_space ? ctx.get_string("mode", "DCR") : "DCR";
+  if (mode != "DCR" && mode != "CRD") ctx.invalid("mode must be DCR or CRD, got '" + mode + "'");
+  std::string where = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    if (x.dim() != 4) throw ShapeError(where + ": the input must have 4 dims, got " + std::to_string(x.dim()));
+    const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+    if (to_space) {
+      if (c % (b * b) != 0)
+        throw ShapeError(where + ": " + std::to_string(c) + " channels are not a multiple of blocksize^2 (" +
+                         std::to_string(b * b) + ")");
+      const int64_t d = c / (b * b);
+      Tensor y = mode == "DCR" ? x.reshape({n, b, b, d, h, w}).permute({0, 3, 4, 1, 5, 2})
+                               : x.reshape({n, d, b, b, h, w}).permute({0, 1, 4, 2, 5, 3});
+      return one(y.reshape({n, d, size_mul(h, b, where.c_str()), size_mul(w, b, where.c_str())}));
+    }
+    if (h % b != 0 || w % b != 0)
+      throw ShapeError(where + ": the image (" + std::to_string(h) + " x " + std::to_string(w) +
+                       ") is not a multiple of blocksize " + std::to_string(b));
+    Tensor y = x.reshape({n, c, h / b, b, w / b, b}).permute({0, 3, 5, 1, 2, 4});
+    return one(y.reshape({n, size_mul(c, b * b, where.c_str()), h / b, w / b}));
+  };
+}
+
 OpFn build_range(const NodeContext& ctx) {
   std::string where = ctx.where();
   return [where](const std::vector<Tensor>& given) {
@@ -370,6 +401,7 @@ void add_shape_ops(std::vector<OpRow>& rows) {
       {"Split", build_split}, {"Slice", build_slice}, {"Expand", build_expand}, {"Tile", build_tile},
       {"Shape", build_shape}, {"Size", build_size}, {"Constant", build_constant},
       {"ConstantOfShape", build_constant_of_shape}, {"Range", build_range}, {"Gather", build_gather},
+      {"DepthToSpace", build_depth_to_space}, {"SpaceToDepth", build_depth_to_space},
   });
 }
 

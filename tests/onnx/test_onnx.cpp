@@ -385,13 +385,17 @@ TEST_CASE("onnx: an op Ember does not run raises NotImplementedError naming it",
         "ONNX op 'Det' (node 'det0', opset 13): the op is not supported");
   m = linear_relu_model();
   auto* a = m.mutable_graph()->mutable_node(2);
-  a->set_op_type("ArgMax");
+  a->set_op_type("MaxPool");
   auto* attr = a->add_attribute();
-  attr->set_name("select_last_index");
+  attr->set_name("kernel_shape");
+  attr->set_type(::onnx::AttributeProto::INTS);
+  attr->add_ints(1);
+  attr = a->add_attribute();
+  attr->set_name("storage_order");
   attr->set_type(::onnx::AttributeProto::INT);
   attr->set_i(1);
   CHECK(message_of<NotImplementedError>([&] { ember::onnx::load_from_string(bytes_of(m)); }) ==
-        "ONNX op 'ArgMax' (node 'Relu', opset 13): attribute select_last_index=1 is not supported");
+        "ONNX op 'MaxPool' (node 'Relu', opset 13): attribute storage_order=1 is not supported");
 }
 
 TEST_CASE("onnx: external data is read from the model's folder and never outside it", "[onnx]") {
@@ -463,6 +467,7 @@ struct OneNode {
     v->set_name(name);
     auto* tt = v->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
+    tt->mutable_shape();  // {} declares a 0-dim input
     for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
   }
   void init(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
@@ -472,6 +477,15 @@ struct OneNode {
     for (int64_t d : dims) t->add_dims(d);
     for (float v : values) t->add_float_data(v);
     node->add_input(name);
+  }
+  void int_attr(const std::string& name, int64_t v) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  void output_type(int elem) {
+    m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(elem);
   }
   void ints(const std::string& name, std::vector<int64_t> v) {
     auto* a = node->add_attribute();
@@ -483,6 +497,88 @@ struct OneNode {
 };
 
 }  // namespace
+
+// Values worked out by hand from the ONNX operator definitions; the conformance
+// data (tests/onnx/conformance.cpp) checks the same ops against ONNX's own outputs.
+TEST_CASE("onnx: GatherElements, OneHot, Trilu, DepthToSpace and ArgMax's last index", "[onnx]") {
+  const Tensor x = tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  OneNode gather("GatherElements");
+  gather.input("x", {2, 3});
+  gather.input("i", {2, 2}, ::onnx::TensorProto::INT64);
+  gather.node->add_input("i");
+  gather.int_attr("axis", 1);
+  ember::onnx::Model m = gather.load();
+  CHECK(m.run({x, tensor(std::vector<int64_t>{2, -1, 0, 1}, {2, 2})})[0].to_vector<float>() ==
+        std::vector<float>{3, 3, 4, 5});
+  CHECK(message_of<IndexError>([&] { m.run({x, tensor(std::vector<int64_t>{0, 3, 0, 0}, {2, 2})}); }) ==
+        "ONNX op 'GatherElements' (node 'n', opset 13): index 3 is out of range for axis 1 of size 3");
+  for (const Shape& bad : {Shape{3, 1}, Shape{2}}) {  // declared so, so that only the op can refuse them
+    OneNode g("GatherElements");
+    g.input("x", {2, 3});
+    g.input("i", bad, ::onnx::TensorProto::INT64);
+    g.node->add_input("i");
+    g.int_attr("axis", 1);
+    m = g.load();
+    CHECK(message_of<ShapeError>([&] { m.run({x, zeros(bad, kInt64)}); }) ==
+          (bad.size() == 2 ? "ONNX op 'GatherElements' (node 'n', opset 13): indices are 3 long in dim 0, where data is 2"
+                           : "ONNX op 'GatherElements' (node 'n', opset 13): indices have 1 dims but data has 2"));
+  }
+
+  OneNode hot("OneHot", 11);
+  hot.input("x", {3}, ::onnx::TensorProto::INT64);
+  hot.input("depth", {}, ::onnx::TensorProto::INT64);
+  hot.node->add_input("depth");
+  hot.init("values", {2}, {-1, 5});
+  hot.int_attr("axis", 0);
+  m = hot.load();
+  // indices 1, -1 (= 2) and 7 (outside [-3, 3): a column of `off`), depth 3, along a new dim 0
+  CHECK(m.run({tensor(std::vector<int64_t>{1, -1, 7}), scalar_tensor(int64_t{3})})[0].to_vector<float>() ==
+        std::vector<float>{-1, -1, -1, 5, -1, -1, -1, 5, -1});
+  CHECK(message_of<ValueError>([&] { m.run({tensor(std::vector<int64_t>{1, 2, 0}), scalar_tensor(int64_t{0})}); }) ==
+        "ONNX op 'OneHot' (node 'n', opset 11): depth must be at least 1, got 0");
+
+  OneNode tri("Trilu", 14);
+  tri.input("x", {2, 3});
+  tri.input("k", {}, ::onnx::TensorProto::INT64);
+  tri.node->add_input("k");
+  tri.int_attr("upper", 0);
+  m = tri.load();
+  CHECK(m.run({x, scalar_tensor(int64_t{0})})[0].to_vector<float>() == std::vector<float>{1, 0, 0, 4, 5, 0});
+  CHECK(m.run({x, scalar_tensor(int64_t{-1})})[0].to_vector<float>() == std::vector<float>{0, 0, 0, 4, 0, 0});
+  OneNode flat_tri("Trilu", 14);
+  flat_tri.input("x", {2});
+  m = flat_tri.load();
+  CHECK(message_of<ShapeError>([&] { m.run({tensor(std::vector<float>{1, 2})}); }) ==
+        "ONNX op 'Trilu' (node 'n', opset 14): the input has 1 dims, fewer than 2");
+
+  OneNode d2s("DepthToSpace");
+  d2s.input("x", {1, 4, 1, 1});
+  d2s.int_attr("blocksize", 2);
+  m = d2s.load();
+  CHECK(m.run({tensor(std::vector<float>{1, 2, 3, 4}, {1, 4, 1, 1})})[0].to_vector<float>() ==
+        std::vector<float>{1, 2, 3, 4});
+  OneNode d2s_bad("DepthToSpace");
+  d2s_bad.input("x", {1, 3, 1, 1});
+  d2s_bad.int_attr("blocksize", 2);
+  m = d2s_bad.load();
+  CHECK(message_of<ShapeError>([&] { m.run({ones({1, 3, 1, 1})}); }) ==
+        "ONNX op 'DepthToSpace' (node 'n', opset 13): 3 channels are not a multiple of blocksize^2 (4)");
+  OneNode s2d("SpaceToDepth");
+  s2d.input("x", {1, 1, 2, 2});
+  s2d.int_attr("blocksize", 0);
+  CHECK(message_of<FormatError>([&] { s2d.load(); }) ==
+        "ONNX op 'SpaceToDepth' (node 'n', opset 13): blocksize must be between 1 and 2^31, got 0");
+
+  OneNode last("ArgMax");
+  last.input("x", {2, 4});
+  last.int_attr("axis", 1);
+  last.int_attr("keepdims", 0);
+  last.int_attr("select_last_index", 1);
+  last.output_type(::onnx::TensorProto::INT64);
+  m = last.load();
+  CHECK(m.run({tensor(std::vector<float>{1, 3, 3, 2, 7, 0, 7, 7}, {2, 4})})[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{2, 3});
+}
 
 TEST_CASE("onnx: ConvTranspose checks what its kernel trusts", "[onnx][errors]") {
   OneNode bad_channels("ConvTranspose");
