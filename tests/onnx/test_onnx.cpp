@@ -580,6 +580,66 @@ TEST_CASE("onnx: GatherElements, OneHot, Trilu, DepthToSpace and ArgMax's last i
         std::vector<int64_t>{2, 3});
 }
 
+TEST_CASE("onnx: Resize interpolates as the spec's coordinates say, and checks its sizes", "[onnx]") {
+  OneNode up("Resize");
+  up.input("x", {1, 1, 1, 2});
+  up.node->add_input("");  // no roi
+  up.init("scales", {4}, {1, 1, 1, 2});
+  auto* mode = up.node->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(::onnx::AttributeProto::STRING);
+  mode->set_s("linear");
+  ember::onnx::Model m = up.load();
+  // half_pixel: output i samples (i + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25, clamped to the edges.
+  CHECK(m.run({tensor(std::vector<float>{1, 2}, {1, 1, 1, 2})})[0].to_vector<float>() ==
+        std::vector<float>{1, 1.25f, 1.75f, 2});
+
+  OneNode near("Resize");
+  near.input("x", {1, 3});
+  near.node->add_input("");
+  near.node->add_input("");  // no scales: sizes
+  near.input("sizes", {2}, ::onnx::TensorProto::INT64);
+  near.m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+      ->set_dim_param("n");  // any length, so that the op sees a wrong one
+  near.node->add_input("sizes");
+  m = near.load();
+  // sizes [1, 2]: scale 2/3, round_prefer_floor of (i + 0.5) * 1.5 - 0.5 = 0.25, 1.75 -> 0, 2
+  CHECK(m.run({tensor(std::vector<float>{5, 6, 7}, {1, 3}), tensor(std::vector<int64_t>{1, 2})})[0]
+            .to_vector<float>() == std::vector<float>{5, 7});
+  CHECK(message_of<ShapeError>([&] {
+          m.run({tensor(std::vector<float>{5, 6, 7}, {1, 3}), tensor(std::vector<int64_t>{2})});
+        }) == "ONNX op 'Resize' (node 'n', opset 13): sizes has 1 values for a rank-2 input");
+  CHECK(message_of<ValueError>([&] {
+          m.run({tensor(std::vector<float>{5, 6, 7}, {1, 3}), tensor(std::vector<int64_t>{1, -2})});
+        }) == "ONNX op 'Resize' (node 'n', opset 13): sizes must not be negative, got -2");
+
+  OneNode neither("Resize");
+  neither.input("x", {1, 3});
+  m = neither.load();
+  CHECK(message_of<ShapeError>([&] { m.run({ones({1, 3})}); }) ==
+        "ONNX op 'Resize' (node 'n', opset 13): exactly one of scales and sizes must be given");
+
+  OneNode on_ints("Resize");
+  on_ints.input("x", {1, 2}, ::onnx::TensorProto::INT32);
+  on_ints.node->add_input("");
+  on_ints.init("scales", {2}, {1, 2});
+  auto* linear = on_ints.node->add_attribute();
+  linear->set_name("mode");
+  linear->set_type(::onnx::AttributeProto::STRING);
+  linear->set_s("linear");
+  on_ints.output_type(::onnx::TensorProto::INT32);
+  m = on_ints.load();
+  CHECK(message_of<NotImplementedError>([&] { m.run({tensor(std::vector<int32_t>{1, 2}, {1, 2})}); }) ==
+        "ONNX op 'Resize' (node 'n', opset 13): linear mode on int32 input is not supported");
+
+  OneNode huge("Resize");
+  huge.input("x", {1, 2});
+  huge.node->add_input("");
+  huge.init("scales", {2}, {1, 1e30f});
+  m = huge.load();
+  CHECK_THROWS_AS(m.run({ones({1, 2})}), ShapeError);  // 2e30 positions: refused before any cast or allocation
+}
+
 TEST_CASE("onnx: ConvTranspose checks what its kernel trusts", "[onnx][errors]") {
   OneNode bad_channels("ConvTranspose");
   bad_channels.input("x", {1, 2, 3, 3});
