@@ -14,5 +14,6 @@ void add_nn_ops(std::vector<OpRow>& rows);
 void add_reduce_ops(std::vector<OpRow>& rows);
 void add_index_ops(std::vector<OpRow>& rows);
 void add_resize_ops(std::vector<OpRow>& rows);
+void add_host_loop_ops(std::vector<OpRow>& rows);
 
 }  // namespace ember::onnx

@@ -640,6 +640,43 @@ TEST_CASE("onnx: Resize interpolates as the spec's coordinates say, and checks i
   CHECK_THROWS_AS(m.run({ones({1, 2})}), ShapeError);  // 2e30 positions: refused before any cast or allocation
 }
 
+TEST_CASE("onnx: CumSum and Mod, computed on the host", "[onnx]") {
+  OneNode cum("CumSum", 14);
+  cum.input("x", {3});
+  cum.input("axis", {}, ::onnx::TensorProto::INT64);
+  cum.node->add_input("axis");
+  cum.int_attr("exclusive", 1);
+  cum.int_attr("reverse", 1);
+  ember::onnx::Model m = cum.load();
+  CHECK(m.run({tensor(std::vector<float>{1, 2, 3}), scalar_tensor(int64_t{0})})[0].to_vector<float>() ==
+        std::vector<float>{5, 3, 0});
+  CHECK(message_of<ShapeError>([&] { m.run({tensor(std::vector<float>{1, 2, 3}), scalar_tensor(int64_t{1})}); }) ==
+        "ONNX op 'CumSum' (node 'n', opset 14): axis 1 is out of range for a rank-1 input");
+
+  for (int c_style : {0, 1}) {
+    OneNode mod("Mod");
+    mod.input("x", {4}, ::onnx::TensorProto::INT64);
+    mod.input("d", {4}, ::onnx::TensorProto::INT64);
+    mod.node->add_input("d");
+    mod.int_attr("fmod", c_style);
+    mod.output_type(::onnx::TensorProto::INT64);
+    m = mod.load();
+    const Tensor a = tensor(std::vector<int64_t>{-7, 7, -7, INT64_MIN}), d = tensor(std::vector<int64_t>{3, -3, -3, -1});
+    // Python's % takes the divisor's sign, C's the dividend's.
+    CHECK(m.run({a, d})[0].to_vector<int64_t>() ==
+          (c_style ? std::vector<int64_t>{-1, 1, -1, 0} : std::vector<int64_t>{2, -2, -1, 0}));
+    CHECK(message_of<ValueError>([&] { m.run({a, tensor(std::vector<int64_t>{1, 0, 1, 1})}); }) ==
+          "ONNX op 'Mod' (node 'n', opset 13): integer remainder by zero");
+  }
+  OneNode float_mod("Mod");
+  float_mod.input("x", {2});
+  float_mod.input("d", {2});
+  float_mod.node->add_input("d");
+  m = float_mod.load();
+  CHECK(message_of<ValueError>([&] { m.run({ones({2}), ones({2})}); }) ==
+        "ONNX op 'Mod' (node 'n', opset 13): fmod must be 1 for floating-point inputs");
+}
+
 TEST_CASE("onnx: ConvTranspose checks what its kernel trusts", "[onnx][errors]") {
   OneNode bad_channels("ConvTranspose");
   bad_channels.input("x", {1, 2, 3, 3});
