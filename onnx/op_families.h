@@ -2,6 +2,7 @@
 // appends its rows: op type, builder, oldest opset implemented.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "onnx/node_context.h"
@@ -15,5 +16,11 @@ void add_reduce_ops(std::vector<OpRow>& rows);
 void add_index_ops(std::vector<OpRow>& rows);
 void add_resize_ops(std::vector<OpRow>& rows);
 void add_host_loop_ops(std::vector<OpRow>& rows);
+void add_loss_ops(std::vector<OpRow>& rows);
+
+// Shared by the op files.
+// GatherElements (ops_index.cpp): out[p] = data[p with p[axis] replaced by
+// indices[p]]; `site` names the node in errors.
+Tensor gather_elements(const std::string& site, const Tensor& data, const Tensor& indices, int64_t axis);
 
 }  // namespace ember::onnx

@@ -14,18 +14,6 @@
 
 namespace ember::onnx {
 
-namespace {
-
-std::vector<Tensor> one(Tensor t) { return std::vector<Tensor>{std::move(t)}; }
-
-// 0, 1, ..., n - 1 as int64 on `device`, shaped to lie along dim `dim` of a
-// rank-`rank` tensor (size 1 in every other dim), ready to broadcast.
-Tensor positions_along(int64_t n, int64_t dim, int64_t rank, const Device& device) {
-  Shape shape(static_cast<size_t>(rank), 1);
-  shape[static_cast<size_t>(dim)] = n;
-  return arange(0, n, 1, TensorOptions(kInt64, device)).reshape(shape);
-}
-
 // GatherElements: out[p] = data[p with p[axis] replaced by indices[p]], for every
 // position p of `indices`. The flat position in data of each output element is
 // worked out on the host (the index is read there anyway, to check its range), then
@@ -60,6 +48,18 @@ Tensor gather_elements(const std::string& site, const Tensor& data, const Tensor
     for (int64_t d = rank - 1; d >= 0 && ++pos[size_t(d)] == indices.size(d); --d) pos[size_t(d)] = 0;
   }
   return take(data.contiguous().reshape({data.numel()}), 0, flat.to(data.device()));
+}
+
+namespace {
+
+std::vector<Tensor> one(Tensor t) { return std::vector<Tensor>{std::move(t)}; }
+
+// 0, 1, ..., n - 1 as int64 on `device`, shaped to lie along dim `dim` of a
+// rank-`rank` tensor (size 1 in every other dim), ready to broadcast.
+Tensor positions_along(int64_t n, int64_t dim, int64_t rank, const Device& device) {
+  Shape shape(static_cast<size_t>(rank), 1);
+  shape[static_cast<size_t>(dim)] = n;
+  return arange(0, n, 1, TensorOptions(kInt64, device)).reshape(shape);
 }
 
 OpFn build_gather_elements(const NodeContext& ctx) {

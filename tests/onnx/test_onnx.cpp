@@ -677,6 +677,25 @@ TEST_CASE("onnx: CumSum and Mod, computed on the host", "[onnx]") {
         "ONNX op 'Mod' (node 'n', opset 13): fmod must be 1 for floating-point inputs");
 }
 
+TEST_CASE("onnx: NegativeLogLikelihoodLoss weights, ignores and refuses a negative class", "[onnx]") {
+  const Tensor x = tensor(std::vector<float>{-1, -2, -3, -4, -5, -6}, {2, 3});
+  for (int ignore : {0, 1}) {
+    OneNode nll("NegativeLogLikelihoodLoss");
+    nll.input("x", {2, 3});
+    nll.input("t", {2}, ::onnx::TensorProto::INT64);
+    nll.node->add_input("t");
+    nll.init("w", {3}, {1, 2, 3});
+    if (ignore) nll.int_attr("ignore_index", 0);
+    ember::onnx::Model m = nll.load();
+    // losses 3 * 3 (row 0, class 2) and 4 * 1 (row 1, class 0), over the weights 3 + 1;
+    // ignoring class 0 leaves 9 over 3.
+    CHECK(m.run({x, tensor(std::vector<int64_t>{2, 0})})[0].item<float>() == (ignore ? 3.0f : 3.25f));
+    if (!ignore)
+      CHECK(message_of<IndexError>([&] { m.run({x, tensor(std::vector<int64_t>{2, -1})}); }) ==
+            "ONNX op 'NegativeLogLikelihoodLoss' (node 'n', opset 13): a target of -1 is not a class (0 to 2)");
+  }
+}
+
 TEST_CASE("onnx: ConvTranspose checks what its kernel trusts", "[onnx][errors]") {
   OneNode bad_channels("ConvTranspose");
   bad_channels.input("x", {1, 2, 3, 3});
