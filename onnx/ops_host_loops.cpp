@@ -1,14 +1,18 @@
 // ONNX ops that Ember has no tensor op for, computed by a plain loop on the host:
-// CumSum (a running sum along one axis) and Mod (the remainder, with either
-// sign convention). A model on another device has its input copied to the host
-// and the result copied back. They are exact: CumSum sums floating values in
-// float64 and integers in int64 (wrapping like the ONNX reference when cast back
-// to int32), Mod uses std::fmod (exact in any precision) and integer remainders.
-// In the models that use them (position ids from an attention mask, index
-// arithmetic) the tensors are small.
+// CumSum (a running sum along one axis), Mod (the remainder, with either sign
+// convention), Floor, Ceil and Round, ReduceProd and TopK. A model on another
+// device has its input copied to the host and the result copied back. They are
+// exact: CumSum sums floating values in float64 and integers in int64 (wrapping
+// like the ONNX reference when cast back to int32), Mod uses std::fmod (exact in
+// any precision) and integer remainders, ReduceProd multiplies in float64 or
+// int64. In the models that use them (position ids from an attention mask, index
+// and shape arithmetic, a top-k over logits) the tensors are small.
 #include "onnx/op_families.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <type_traits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -115,10 +119,159 @@ OpFn build_mod(const NodeContext& ctx) {
   };
 }
 
+// Floor, Ceil and Round (half to even, as ONNX says) of floating values; the
+// results are whole numbers, so computing them in float64 and rounding back is exact.
+template <double (*F)(double)>
+OpFn build_rounding(const NodeContext& ctx) {
+  const std::string site = ctx.where();
+  return [site](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    if (!is_floating(x.dtype()))
+      throw DTypeError(site + ": the input must be floating point, got " + std::string(dtype_name(x.dtype())));
+    Tensor v = x.to(kCPU, kFloat64).contiguous().clone();
+    double* p = v.data_ptr<double>();
+    for (int64_t i = 0; i < v.numel(); ++i) p[i] = F(p[i]);
+    return std::vector<Tensor>{v.to(x.dtype()).to(x.device())};
+  };
+}
+
+double round_half_even(double v) { return std::nearbyint(v); }  // the default rounding mode: to nearest, ties to even
+double floor_of(double v) { return std::floor(v); }
+double ceil_of(double v) { return std::ceil(v); }
+
+// x with the dims in `dims` moved last and flattened: [kept..., reduced].
+Tensor reduced_last(const Tensor& x, const Shape& dims, Shape& kept_shape, Shape& kept_dims) {
+  std::vector<int64_t> order;
+  int64_t reduced = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
+      order.push_back(d);
+      kept_shape.push_back(x.size(d));
+      kept_dims.push_back(d);
+    }
+  for (int64_t d : dims) {
+    order.push_back(d);
+    reduced *= x.size(d);
+  }
+  int64_t kept = 1;
+  for (int64_t s : kept_shape) kept *= s;
+  return x.permute(order).contiguous().reshape({kept, reduced});
+}
+
+template <class T>
+void row_products(const T* src, T* out, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T acc = 1;
+    for (int64_t c = 0; c < cols; ++c) acc *= src[r * cols + c];
+    out[r] = acc;
+  }
+}
+
+// ReduceProd: axes an attribute before opset 18, an optional input from 18.
+OpFn build_reduce_prod(const NodeContext& ctx) {
+  const bool keep = ctx.get_int("keepdims", 1) != 0, noop = ctx.get_int("noop_with_empty_axes", 0) != 0;
+  const bool axes_input = ctx.opset >= 18;
+  const Shape attr_axes = ctx.get_ints("axes");
+  const std::string site = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    Shape axes = axes_input ? (in.size() > 1 && in[1].defined() ? int_values(in[1]) : Shape{}) : attr_axes;
+    if (axes.empty() && noop) return std::vector<Tensor>{x};
+    Shape dims;
+    for (int64_t a : axes) {
+      const int64_t d = normalize_axis(site, a, std::max<int64_t>(x.dim(), 1));
+      if (std::find(dims.begin(), dims.end(), d) != dims.end()) throw ShapeError(site + ": axes repeat a dim");
+      dims.push_back(d);
+    }
+    if (dims.empty())
+      for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+    if (x.dtype() == kBool) throw DTypeError(site + ": the input must be numbers, got bool");
+    const bool floating = is_floating(x.dtype());
+    Shape kept_shape, kept_dims;
+    const Tensor flat = reduced_last(x.to(kCPU, floating ? kFloat64 : kInt64), dims, kept_shape, kept_dims);
+    Tensor out = empty({flat.size(0)}, flat.dtype());
+    if (floating) row_products(flat.data_ptr<double>(), out.data_ptr<double>(), flat.size(0), flat.size(1));
+    else  // wrapping, as the type's own multiplication would
+      row_products(reinterpret_cast<const uint64_t*>(flat.data_ptr<int64_t>()),
+                   reinterpret_cast<uint64_t*>(out.data_ptr<int64_t>()), flat.size(0), flat.size(1));
+    Shape shape = kept_shape;
+    if (keep) {
+      shape.assign(static_cast<size_t>(x.dim()), 1);
+      for (size_t i = 0; i < kept_dims.size(); ++i) shape[size_t(kept_dims[i])] = kept_shape[i];
+    }
+    return std::vector<Tensor>{out.reshape(shape).to(x.dtype()).to(x.device())};
+  };
+}
+
+// The order TopK gives the n values of one row: indices of the largest (or
+// smallest) first, equal values by index, NaN as the largest value.
+template <class T>
+void top_order(const T* row, int64_t n, bool largest, std::vector<int64_t>& order) {
+  order.resize(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  const auto nan = [](T v) {
+    if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+    else return false;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+    const T u = row[i], v = row[j];
+    if (nan(u) || nan(v)) return largest ? nan(u) && !nan(v) : !nan(u) && nan(v);
+    return largest ? u > v : u < v;
+  });
+}
+
+// TopK: the k largest (or smallest) values along an axis and their indices, in
+// order. The indices are found on the host; the values are then picked from the
+// input itself (gather_elements), so they keep its exact type.
+OpFn build_top_k(const NodeContext& ctx) {
+  if (ctx.opset < 10 && !ctx.has("k")) ctx.invalid("attribute 'k' is missing");
+  const int64_t attr_k = ctx.opset < 10 ? ctx.get_int("k", 0) : -1;
+  const int64_t axis = ctx.get_int("axis", -1);
+  const bool largest = ctx.get_int("largest", 1) != 0;
+  const std::string site = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    int64_t k = attr_k;
+    if (attr_k < 0) {  // opset 10 on: K is an input
+      if (in.size() < 2 || in[1].numel() != 1) throw ShapeError(site + ": K must hold one value");
+      k = int_values(in[1].reshape({1}))[0];
+    }
+    if (x.dim() == 0) throw ShapeError(site + ": the input has no dims");
+    const int64_t a = normalize_axis(site, axis, x.dim());
+    const int64_t n = x.size(a);
+    if (k < 0 || k > n)
+      throw ShapeError(site + ": k is " + std::to_string(k) + " but the axis has " + std::to_string(n) + " values");
+    if (x.dtype() == kBool) throw DTypeError(site + ": the input must be numbers, got bool");
+    const bool floating = is_floating(x.dtype());
+    Shape kept_shape, kept_dims;
+    const Tensor rows = reduced_last(x.to(kCPU, floating ? kFloat64 : kInt64), {a}, kept_shape, kept_dims);  // [m, n]
+    const int64_t m = rows.size(0);
+    Tensor indices = empty({m, k}, kInt64);
+    int64_t* out = indices.data_ptr<int64_t>();
+    std::vector<int64_t> order;
+    for (int64_t r = 0; r < m; ++r) {
+      if (floating) top_order(rows.data_ptr<double>() + r * n, n, largest, order);
+      else top_order(rows.data_ptr<int64_t>() + r * n, n, largest, order);
+      std::copy(order.begin(), order.begin() + k, out + r * k);
+    }
+    // Back to x's layout: [kept..., k], then the axis moved back in place.
+    Shape shape = kept_shape;
+    shape.push_back(k);
+    std::vector<int64_t> back(static_cast<size_t>(x.dim()));
+    for (int64_t d = 0, j = 0; d < x.dim(); ++d) back[size_t(d)] = d == a ? int64_t(shape.size()) - 1 : j++;
+    Tensor idx = indices.reshape(shape).permute(back).contiguous();
+    Tensor values = gather_elements(site, x, idx.to(x.device()), a);
+    return std::vector<Tensor>{values, idx.to(x.device())};
+  };
+}
+
 }  // namespace
 
 void add_host_loop_ops(std::vector<OpRow>& rows) {
-  rows.insert(rows.end(), {{"CumSum", build_cumsum, 11}, {"Mod", build_mod, 10}});
+  rows.insert(rows.end(), {{"CumSum", build_cumsum, 11}, {"Mod", build_mod, 10},
+                           {"Floor", build_rounding<floor_of>}, {"Ceil", build_rounding<ceil_of>},
+                           {"Round", build_rounding<round_half_even>, 11}, {"ReduceProd", build_reduce_prod},
+                           {"TopK", build_top_k}});
 }
 
 }  // namespace ember::onnx

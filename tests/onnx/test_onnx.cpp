@@ -677,6 +677,42 @@ TEST_CASE("onnx: CumSum and Mod, computed on the host", "[onnx]") {
         "ONNX op 'Mod' (node 'n', opset 13): fmod must be 1 for floating-point inputs");
 }
 
+TEST_CASE("onnx: TopK orders ties by index and NaN first; Round halves to even; ReduceProd", "[onnx]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  OneNode top("TopK");
+  top.input("x", {5});
+  top.input("k", {1}, ::onnx::TensorProto::INT64);
+  top.node->add_input("k");
+  top.node->add_output("i");
+  auto* i_out = top.m.mutable_graph()->add_output();
+  i_out->set_name("i");
+  i_out->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::INT64);
+  i_out->mutable_type()->mutable_tensor_type()->mutable_shape();
+  ember::onnx::Model m = top.load();
+  auto r = m.run({tensor(std::vector<float>{2, 7, nan, 7, 1}), tensor(std::vector<int64_t>{3})});
+  CHECK(r[1].to_vector<int64_t>() == std::vector<int64_t>{2, 1, 3});
+  CHECK(std::isnan(r[0].to_vector<float>()[0]));
+  CHECK(r[0].to_vector<float>()[1] == 7);
+  CHECK(message_of<ShapeError>([&] { m.run({ones({5}), tensor(std::vector<int64_t>{6})}); }) ==
+        "ONNX op 'TopK' (node 'n', opset 13): k is 6 but the axis has 5 values");
+
+  OneNode round("Round", 11);
+  round.input("x", {6});
+  m = round.load();
+  CHECK(m.run({tensor(std::vector<float>{0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})})[0].to_vector<float>() ==
+        std::vector<float>{0, 2, 2, -0.0f, -2, 2});
+
+  OneNode prod("ReduceProd");
+  prod.input("x", {2, 3}, ::onnx::TensorProto::INT64);
+  prod.ints("axes", {1});
+  prod.int_attr("keepdims", 0);
+  prod.output_type(::onnx::TensorProto::INT64);
+  m = prod.load();
+  // 3037000500^2 does not fit a double's 53 bits exactly; int64 products are exact.
+  CHECK(m.run({tensor(std::vector<int64_t>{1, 3037000499, 3037000499, -2, 3, 5}, {2, 3})})[0].to_vector<int64_t>() ==
+        std::vector<int64_t>{int64_t{3037000499} * 3037000499, -30});
+}
+
 TEST_CASE("onnx: NegativeLogLikelihoodLoss weights, ignores and refuses a negative class", "[onnx]") {
   const Tensor x = tensor(std::vector<float>{-1, -2, -3, -4, -5, -6}, {2, 3});
   for (int ignore : {0, 1}) {
