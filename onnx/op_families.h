@@ -17,10 +17,14 @@ void add_index_ops(std::vector<OpRow>& rows);
 void add_resize_ops(std::vector<OpRow>& rows);
 void add_host_loop_ops(std::vector<OpRow>& rows);
 void add_loss_ops(std::vector<OpRow>& rows);
+void add_scatter_ops(std::vector<OpRow>& rows);
 
 // Shared by the op files.
 // GatherElements (ops_index.cpp): out[p] = data[p with p[axis] replaced by
 // indices[p]]; `site` names the node in errors.
 Tensor gather_elements(const std::string& site, const Tensor& data, const Tensor& indices, int64_t axis);
+// Where those elements lie in a contiguous tensor of `shape`: a host int64 tensor
+// of indices' shape (ops_index.cpp; also ScatterElements).
+Tensor element_positions(const std::string& site, const Shape& shape, const Tensor& indices, int64_t axis);
 
 }  // namespace ember::onnx

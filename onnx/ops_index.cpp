@@ -1,4 +1,4 @@
-// ONNX ops that pick or place values by position: GatherElements (numpy's
+// ONNX ops that pick values by position: GatherElements (numpy's
 // take_along_axis), OneHot, Trilu and EyeLike. Positions are compared or worked
 // out as int64 and the values moved by Ember's `take` and `where`, so each op
 // runs on any device the model is on.
@@ -14,25 +14,25 @@
 
 namespace ember::onnx {
 
-// GatherElements: out[p] = data[p with p[axis] replaced by indices[p]], for every
-// position p of `indices`. The flat position in data of each output element is
-// worked out on the host (the index is read there anyway, to check its range), then
-// one `take` from data flattened moves the values on data's device.
-Tensor gather_elements(const std::string& site, const Tensor& data, const Tensor& indices, int64_t axis) {
-  const int64_t rank = data.dim();
+// The flat position in a contiguous tensor of shape `shape` of element p with
+// p[axis] replaced by indices[p], for every position p of `indices` (GatherElements
+// and ScatterElements), as a host int64 tensor of indices' shape. Indices count
+// from the end when negative; one outside [-size, size) raises IndexError.
+Tensor element_positions(const std::string& site, const Shape& shape, const Tensor& indices, int64_t axis) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
   if (rank == 0) throw ShapeError(site + ": data has no dims");
   if (indices.dim() != rank)
     throw ShapeError(site + ": indices have " + std::to_string(indices.dim()) + " dims but data has " +
                      std::to_string(rank));
   for (int64_t d = 0; d < rank; ++d)
-    if (d != axis && indices.size(d) > data.size(d))
+    if (d != axis && indices.size(d) > shape[size_t(d)])
       throw ShapeError(site + ": indices are " + std::to_string(indices.size(d)) + " long in dim " +
-                       std::to_string(d) + ", where data is " + std::to_string(data.size(d)));
+                       std::to_string(d) + ", where data is " + std::to_string(shape[size_t(d)]));
   const Tensor idx = indices.to(kCPU, kInt64).contiguous();
   const int64_t* iv = idx.data_ptr<int64_t>();
   Shape strides(static_cast<size_t>(rank), 1);
-  for (int64_t d = rank - 2; d >= 0; --d) strides[size_t(d)] = strides[size_t(d + 1)] * data.size(d + 1);
-  const int64_t s = data.size(axis);
+  for (int64_t d = rank - 2; d >= 0; --d) strides[size_t(d)] = strides[size_t(d + 1)] * shape[size_t(d + 1)];
+  const int64_t s = shape[size_t(axis)];
   Tensor flat = empty(indices.shape(), kInt64);
   int64_t* out = flat.data_ptr<int64_t>();
   Shape pos(static_cast<size_t>(rank), 0);  // the position of element n in indices
@@ -47,6 +47,14 @@ Tensor gather_elements(const std::string& site, const Tensor& data, const Tensor
     out[n] = offset;
     for (int64_t d = rank - 1; d >= 0 && ++pos[size_t(d)] == indices.size(d); --d) pos[size_t(d)] = 0;
   }
+  return flat;
+}
+
+// GatherElements: the flat positions are worked out on the host (the index is
+// read there anyway, to check its range), then one `take` from data flattened
+// moves the values on data's device.
+Tensor gather_elements(const std::string& site, const Tensor& data, const Tensor& indices, int64_t axis) {
+  const Tensor flat = element_positions(site, data.shape(), indices, axis);
   return take(data.contiguous().reshape({data.numel()}), 0, flat.to(data.device()));
 }
 

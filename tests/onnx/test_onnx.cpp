@@ -713,6 +713,43 @@ TEST_CASE("onnx: TopK orders ties by index and NaN first; Round halves to even; 
         std::vector<int64_t>{int64_t{3037000499} * 3037000499, -30});
 }
 
+TEST_CASE("onnx: GatherND with batch dims, ScatterND adding in index order, and their checks", "[onnx]") {
+  OneNode gnd("GatherND", 12);
+  gnd.input("x", {2, 2, 2});
+  gnd.input("i", {2, 1}, ::onnx::TensorProto::INT64);
+  gnd.node->add_input("i");
+  gnd.int_attr("batch_dims", 1);
+  ember::onnx::Model m = gnd.load();
+  // batch 0 takes its row 1, batch 1 its row -2 (= 0)
+  const Tensor x = tensor(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2});
+  CHECK(m.run({x, tensor(std::vector<int64_t>{1, -2}, {2, 1})})[0].to_vector<float>() ==
+        std::vector<float>{2, 3, 4, 5});
+  CHECK(message_of<IndexError>([&] { m.run({x, tensor(std::vector<int64_t>{2, 0}, {2, 1})}); }) ==
+        "ONNX op 'GatherND' (node 'n', opset 12): index 2 is out of range for dim 1 of size 2");
+
+  OneNode snd("ScatterND", 16);
+  snd.input("x", {4});
+  snd.input("i", {3, 1}, ::onnx::TensorProto::INT64);
+  snd.node->add_input("i");
+  snd.init("u", {3}, {10, 20, 30});
+  auto* red = snd.node->add_attribute();
+  red->set_name("reduction");
+  red->set_type(::onnx::AttributeProto::STRING);
+  red->set_s("add");
+  m = snd.load();
+  CHECK(m.run({tensor(std::vector<float>{1, 2, 3, 4}), tensor(std::vector<int64_t>{3, 0, 3}, {3, 1})})[0]
+            .to_vector<float>() == std::vector<float>{21, 2, 3, 44});
+
+  OneNode sel("ScatterElements");
+  sel.input("x", {2, 2});
+  sel.input("i", {1, 2}, ::onnx::TensorProto::INT64);
+  sel.node->add_input("i");
+  sel.init("u", {2, 1}, {7, 8});
+  m = sel.load();
+  CHECK(message_of<ShapeError>([&] { m.run({ones({2, 2}), zeros({1, 2}, kInt64)}); }) ==
+        "ONNX op 'ScatterElements' (node 'n', opset 13): updates of shape [2, 1] do not match indices of shape [1, 2]");
+}
+
 TEST_CASE("onnx: NegativeLogLikelihoodLoss weights, ignores and refuses a negative class", "[onnx]") {
   const Tensor x = tensor(std::vector<float>{-1, -2, -3, -4, -5, -6}, {2, 3});
   for (int ignore : {0, 1}) {
