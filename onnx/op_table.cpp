@@ -18,6 +18,7 @@ const std::vector<OpRow>& table() {
     add_host_loop_ops(r);
     add_loss_ops(r);
     add_scatter_ops(r);
+    add_einsum_ops(r);
     std::sort(r.begin(), r.end(), [](const OpRow& a, const OpRow& b) { return std::string(a.op_type) < b.op_type; });
     return r;
   }();

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 #include <limits>
 #include <filesystem>
 #include <fstream>
@@ -748,6 +749,116 @@ TEST_CASE("onnx: GatherND with batch dims, ScatterND adding in index order, and 
   m = sel.load();
   CHECK(message_of<ShapeError>([&] { m.run({ones({2, 2}), zeros({1, 2}, kInt64)}); }) ==
         "ONNX op 'ScatterElements' (node 'n', opset 13): updates of shape [2, 1] do not match indices of shape [1, 2]");
+}
+
+namespace {
+
+// einsum by definition, for equations of letters with an explicit output: every
+// assignment of values to the labels, the product of the inputs there, added into
+// the output there, in float64. The reference Einsum is checked against.
+std::vector<double> naive_einsum(const std::string& eq, const std::vector<Tensor>& inputs) {
+  const size_t arrow = eq.find("->");
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = eq.find(',', start);
+    terms.push_back(eq.substr(start, std::min(comma, arrow) - start));
+    if (comma == std::string::npos || comma > arrow) break;
+    start = comma + 1;
+  }
+  const std::string out = eq.substr(arrow + 2);
+  std::map<char, int64_t> size;
+  std::vector<std::vector<double>> values;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    for (size_t d = 0; d < terms[i].size(); ++d) size[terms[i][d]] = inputs[i].size(int64_t(d));
+    values.push_back(inputs[i].to(kFloat64).contiguous().to_vector<double>());
+  }
+  const auto flat = [&size](const std::string& labels, const std::map<char, int64_t>& at) {
+    int64_t f = 0;
+    for (char c : labels) f = f * size[c] + at.at(c);
+    return f;
+  };
+  int64_t out_numel = 1, total = 1;
+  for (char c : out) out_numel *= size[c];
+  for (auto& [c, n] : size) total *= n;
+  std::vector<double> result(static_cast<size_t>(out_numel), 0.0);
+  std::map<char, int64_t> at;
+  for (int64_t n = 0; n < total; ++n) {
+    int64_t rest = n;
+    for (auto& [c, s] : size) {
+      at[c] = rest % s;
+      rest /= s;
+    }
+    double product = 1;
+    for (size_t i = 0; i < terms.size(); ++i) product *= values[i][size_t(flat(terms[i], at))];
+    result[size_t(flat(out, at))] += product;
+  }
+  return result;
+}
+
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  const std::vector<double> x = a.to(kFloat64).contiguous().to_vector<double>(),
+                            y = b.to(kFloat64).contiguous().to_vector<double>();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (std::abs(x[i] - y[i]) > 1e-5 + 1e-5 * std::abs(y[i])) return false;
+  return true;
+}
+
+ember::onnx::Model einsum_model(const std::string& eq, const std::vector<Tensor>& inputs) {
+  OneNode e("Einsum", 12);
+  e.input("x", inputs[0].shape());
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const std::string name = "x" + std::to_string(i);
+    e.input(name, inputs[i].shape());
+    e.node->add_input(name);
+  }
+  auto* a = e.node->add_attribute();
+  a->set_name("equation");
+  a->set_type(::onnx::AttributeProto::STRING);
+  a->set_s(eq);
+  return e.load();
+}
+
+}  // namespace
+
+TEST_CASE("onnx: Einsum against einsum by definition", "[onnx]") {
+  manual_seed(5);
+  struct Case {
+    std::string eq;
+    std::vector<Shape> shapes;
+  };
+  const std::vector<Case> cases = {
+      {"ij,jk->ik", {{3, 4}, {4, 5}}},       {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}},
+      {"bhid,bhjd->bhij", {{2, 3, 4, 5}, {2, 3, 6, 5}}}, {"ii->i", {{4, 4}}},
+      {"ii->", {{4, 4}}},                    {"ij->", {{3, 4}}},
+      {"ij->ji", {{3, 4}}},                  {"i,i->", {{5}, {5}}},
+      {"i,j->ij", {{3}, {4}}},               {"ijk,jil->kl", {{2, 3, 4}, {3, 2, 5}}},
+      {"abc,cd,de->abe", {{2, 3, 4}, {4, 5}, {5, 2}}}, {"iij,jk->ik", {{3, 3, 4}, {4, 2}}},
+      {"ij,ij->ij", {{3, 4}, {3, 4}}},       {"bij,jk->bk", {{2, 3, 4}, {4, 5}}},
+  };
+  for (const Case& c : cases) {
+    std::vector<Tensor> in;
+    for (const Shape& s : c.shapes) in.push_back(randn(s));
+    ember::onnx::Model m = einsum_model(c.eq, in);
+    const std::vector<float> got = m.run(in)[0].to_vector<float>();
+    const std::vector<double> want = naive_einsum(c.eq, in);
+    INFO(c.eq);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-5));
+  }
+  // Implicit outputs (letters used once, in ASCII order) and ellipses, against the
+  // same equation written out.
+  const Tensor a = randn({2, 1, 3, 4}), b = randn({5, 4, 2});
+  CHECK(same_values(einsum_model("...ij,...jk->...ik", {a, b}).run({a, b})[0],
+                 einsum_model("xyij,xyjk->xyik", {a.expand({2, 5, 3, 4}), b.expand({2, 5, 4, 2})})
+                     .run({a.expand({2, 5, 3, 4}).contiguous(), b.expand({2, 5, 4, 2}).contiguous()})[0]));
+  const Tensor t = randn({3, 4}), u = randn({4, 2});
+  CHECK(same_values(einsum_model("ij,jk", {t, u}).run({t, u})[0], matmul(t, u)));
+  CHECK(same_values(einsum_model("ba", {t}).run({t})[0], t.t()));
+  CHECK(message_of<ShapeError>([&] { einsum_model("ij,jk->ik", {t, t}).run({t, t}); }) ==
+        "ONNX op 'Einsum' (node 'n', opset 12): a label has sizes 4 and 3");
+  CHECK(message_of<FormatError>([&] { einsum_model("ij->k", {t}).run({t}); }) ==
+        "ONNX op 'Einsum' (node 'n', opset 12): the output names a label no input has");
 }
 
 TEST_CASE("onnx: NegativeLogLikelihoodLoss weights, ignores and refuses a negative class", "[onnx]") {
