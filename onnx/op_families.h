@@ -19,6 +19,7 @@ void add_host_loop_ops(std::vector<OpRow>& rows);
 void add_loss_ops(std::vector<OpRow>& rows);
 void add_scatter_ops(std::vector<OpRow>& rows);
 void add_einsum_ops(std::vector<OpRow>& rows);
+void add_recurrent_ops(std::vector<OpRow>& rows);
 
 // Shared by the op files.
 // GatherElements (ops_index.cpp): out[p] = data[p with p[axis] replaced by

@@ -861,6 +861,165 @@ TEST_CASE("onnx: Einsum against einsum by definition", "[onnx]") {
         "ONNX op 'Einsum' (node 'n', opset 12): the output names a label no input has");
 }
 
+namespace {
+
+// One recurrent layer as the ONNX operator definitions write it, in float64
+// scalar loops, for checking RNN, GRU and LSTM where the conformance data does
+// not reach: reverse and bidirectional runs, sequence_lens, clip and GRU's
+// linear_before_reset. Default activations (Sigmoid, Tanh, Tanh), no peepholes.
+struct RecurrentRef {
+  std::string op;
+  int64_t seq = 4, batch = 3, input = 2, hidden = 3;
+  int dirs = 1;
+  bool reverse = false, linear_before_reset = false;
+  double clip = 0;
+  std::vector<int64_t> lens;  // empty: every sequence runs to the end
+  int64_t gates() const { return op == "RNN" ? 1 : op == "GRU" ? 3 : 4; }
+};
+
+// Y [seq, dirs, batch, hidden] then Y_h [dirs, batch, hidden] (then Y_c for LSTM), flat.
+std::vector<std::vector<double>> recurrent_by_definition(const RecurrentRef& s, const std::vector<double>& x,
+                                                         const std::vector<double>& w, const std::vector<double>& r,
+                                                         const std::vector<double>& b, const std::vector<double>& h0) {
+  const int64_t G = s.gates(), H = s.hidden, B = s.batch, I = s.input, T = s.seq;
+  std::vector<double> y(size_t(T * s.dirs * B * H), 0.0), yh(size_t(s.dirs * B * H)), yc(size_t(s.dirs * B * H));
+  const auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const auto cl = [&s](double v) { return s.clip > 0 ? std::max(-s.clip, std::min(s.clip, v)) : v; };
+  for (int d = 0; d < s.dirs; ++d) {
+    const double* W = &w[size_t(d * G * H * I)];
+    const double* R = &r[size_t(d * G * H * H)];
+    const double* Wb = &b[size_t(d * 2 * G * H)];
+    const double* Rb = Wb + G * H;
+    for (int64_t n = 0; n < B; ++n) {
+      std::vector<double> h(&h0[size_t((d * B + n) * H)], &h0[size_t((d * B + n) * H)] + H), c(size_t(H), 0.0);
+      const int64_t len = s.lens.empty() ? T : s.lens[size_t(n)];
+      const bool backwards = s.reverse || d == 1;
+      for (int64_t step = 0; step < len; ++step) {
+        const int64_t t = backwards ? len - 1 - step : step;
+        const double* xt = &x[size_t((t * B + n) * I)];
+        // xw[g][j] and hr[g][j]: the input's and the state's projections with their biases.
+        std::vector<double> xw(size_t(G * H)), hr(size_t(G * H));
+        for (int64_t g = 0; g < G * H; ++g) {
+          xw[size_t(g)] = Wb[g];
+          hr[size_t(g)] = Rb[g];
+          for (int64_t k = 0; k < I; ++k) xw[size_t(g)] += xt[k] * W[g * I + k];
+          for (int64_t k = 0; k < H; ++k) hr[size_t(g)] += h[size_t(k)] * R[g * H + k];
+        }
+        std::vector<double> hn(static_cast<size_t>(H)), z(static_cast<size_t>(H)), rg(static_cast<size_t>(H));
+        if (s.op == "GRU")
+          for (int64_t j = 0; j < H; ++j) {
+            z[size_t(j)] = sig(cl(xw[size_t(j)] + hr[size_t(j)]));
+            rg[size_t(j)] = sig(cl(xw[size_t(H + j)] + hr[size_t(H + j)]));
+          }
+        for (int64_t j = 0; j < H; ++j) {
+          const auto at = [H, j](const std::vector<double>& v, int64_t g) { return v[size_t(g * H + j)]; };
+          if (s.op == "RNN") {
+            hn[size_t(j)] = std::tanh(cl(at(xw, 0) + at(hr, 0)));
+          } else if (s.op == "GRU") {
+            double pre;
+            if (s.linear_before_reset) {
+              pre = at(xw, 2) + rg[size_t(j)] * at(hr, 2);
+            } else {  // (r * h) R_h^T + Rb_h: the state is reset before its projection
+              pre = at(xw, 2) + Rb[2 * H + j];
+              for (int64_t k = 0; k < H; ++k) pre += rg[size_t(k)] * h[size_t(k)] * R[(2 * H + j) * H + k];
+            }
+            hn[size_t(j)] = (1 - z[size_t(j)]) * std::tanh(cl(pre)) + z[size_t(j)] * h[size_t(j)];
+          } else {
+            const double i = sig(cl(at(xw, 0) + at(hr, 0))), o = sig(cl(at(xw, 1) + at(hr, 1)));
+            const double f = sig(cl(at(xw, 2) + at(hr, 2))), cand = std::tanh(cl(at(xw, 3) + at(hr, 3)));
+            c[size_t(j)] = f * c[size_t(j)] + i * cand;
+            hn[size_t(j)] = o * std::tanh(c[size_t(j)]);
+          }
+        }
+        h = hn;
+        for (int64_t j = 0; j < H; ++j) y[size_t(((t * s.dirs + d) * B + n) * H + j)] = h[size_t(j)];
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        yh[size_t((d * B + n) * H + j)] = h[size_t(j)];
+        yc[size_t((d * B + n) * H + j)] = c[size_t(j)];
+      }
+    }
+  }
+  std::vector<std::vector<double>> out{y, yh};
+  if (s.op == "LSTM") out.push_back(yc);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("onnx: RNN, GRU and LSTM reversed, bidirectional, clipped and with sequence_lens, by their equations",
+          "[onnx]") {
+  manual_seed(9);
+  std::vector<RecurrentRef> cases;
+  const auto of = [](const char* op) {
+    RecurrentRef r;
+    r.op = op;
+    return r;
+  };
+  for (const char* op : {"RNN", "GRU", "LSTM"}) {
+    RecurrentRef forward_lens = of(op);
+    forward_lens.lens = {4, 2, 1};
+    RecurrentRef reverse_clip = of(op);
+    reverse_clip.reverse = true;
+    reverse_clip.clip = 0.7;
+    reverse_clip.lens = {1, 4, 3};
+    RecurrentRef both = of(op);
+    both.dirs = 2;
+    both.lens = {3, 4, 2};
+    cases.insert(cases.end(), {forward_lens, reverse_clip, both});
+  }
+  RecurrentRef gru_lbr = of("GRU");
+  gru_lbr.dirs = 2;
+  gru_lbr.linear_before_reset = true;
+  cases.push_back(gru_lbr);
+  for (const RecurrentRef& c : cases) {
+    const int64_t G = c.gates(), H = c.hidden;
+    const Tensor x = randn({c.seq, c.batch, c.input}), w = randn({c.dirs, G * H, c.input}),
+                 r = randn({c.dirs, G * H, H}), b = randn({c.dirs, 2 * G * H}), h0 = randn({c.dirs, c.batch, H});
+    OneNode node(c.op, 14);
+    node.input("x", x.shape());
+    node.init("w", w.shape(), w.to_vector<float>());
+    node.init("r", r.shape(), r.to_vector<float>());
+    node.init("b", b.shape(), b.to_vector<float>());
+    node.input("lens", {c.batch}, ::onnx::TensorProto::INT32);
+    node.node->add_input(c.lens.empty() ? "" : "lens");
+    node.input("h0", h0.shape());
+    node.node->add_input("h0");
+    auto* hidden = node.node->add_attribute();
+    hidden->set_name("hidden_size");
+    hidden->set_type(::onnx::AttributeProto::INT);
+    hidden->set_i(H);
+    auto* dir = node.node->add_attribute();
+    dir->set_name("direction");
+    dir->set_type(::onnx::AttributeProto::STRING);
+    dir->set_s(c.dirs == 2 ? "bidirectional" : c.reverse ? "reverse" : "forward");
+    if (c.clip > 0) {
+      auto* clip = node.node->add_attribute();
+      clip->set_name("clip");
+      clip->set_type(::onnx::AttributeProto::FLOAT);
+      clip->set_f(static_cast<float>(c.clip));
+    }
+    if (c.linear_before_reset) node.int_attr("linear_before_reset", 1);
+    node.node->add_output("y_h");
+    auto* yh = node.m.mutable_graph()->add_output();
+    yh->set_name("y_h");
+    yh->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+    yh->mutable_type()->mutable_tensor_type()->mutable_shape();
+    ember::onnx::Model m = node.load();
+    std::vector<int32_t> lens(c.lens.begin(), c.lens.end());
+    if (lens.empty()) lens.assign(size_t(c.batch), int32_t(c.seq));
+    const auto got = m.run({x, tensor(lens), h0});
+    const auto as_double = [](const Tensor& t) { return t.to(kFloat64).contiguous().to_vector<double>(); };
+    const auto want = recurrent_by_definition(c, as_double(x), as_double(w), as_double(r), as_double(b), as_double(h0));
+    INFO(c.op << " dirs " << c.dirs << " reverse " << c.reverse << " clip " << c.clip);
+    for (size_t k = 0; k < 2; ++k) {
+      const std::vector<float> g = got[k].to_vector<float>();
+      REQUIRE(g.size() == want[k].size());
+      for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == Approx(want[k][i]).margin(1e-5));
+    }
+  }
+}
+
 TEST_CASE("onnx: NegativeLogLikelihoodLoss weights, ignores and refuses a negative class", "[onnx]") {
   const Tensor x = tensor(std::vector<float>{-1, -2, -3, -4, -5, -6}, {2, 3});
   for (int ignore : {0, 1}) {
