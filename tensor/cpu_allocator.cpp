@@ -176,18 +176,25 @@ class CachingCpuAllocator final : public Allocator {
   }
 
  private:
-  // The cost of an allocation under the limit; over it, OutOfMemoryError (nothing charged).
+  // Counts an allocation; over the limit, OutOfMemoryError and nothing counted.
+  // Under a limit the count moves only by compare-and-swap, so a refused request
+  // never shows in it, even for a moment: another thread's allocation is judged
+  // on what tensors really hold.
   void charge(size_t nbytes) {
-    const size_t before = in_use_.fetch_add(nbytes, std::memory_order_relaxed);
+    if (env_bad_.load(std::memory_order_relaxed)) [[unlikely]]
+      throw ValueError(env_error_);
     const size_t limit = memory_limit_.load(std::memory_order_relaxed);
-    const bool env_bad = env_bad_.load(std::memory_order_relaxed);
-    if ((limit == 0 || (nbytes <= limit && before <= limit - nbytes)) && !env_bad) [[likely]]
+    if (limit == 0) [[likely]] {
+      in_use_.fetch_add(nbytes, std::memory_order_relaxed);
       return;
-    in_use_.fetch_sub(nbytes, std::memory_order_relaxed);
-    if (env_bad) throw ValueError(env_error_);
-    throw OutOfMemoryError("CPU out of memory: tried to allocate " + std::to_string(nbytes) + " bytes with " +
-                           std::to_string(before) + " bytes already allocated, over the limit of " +
-                           std::to_string(limit) + " bytes (cpu_set_memory_limit)");
+    }
+    size_t held = in_use_.load(std::memory_order_relaxed);
+    do {
+      if (nbytes > limit || held > limit - nbytes)
+        throw OutOfMemoryError("CPU out of memory: tried to allocate " + std::to_string(nbytes) + " bytes with " +
+                               std::to_string(held) + " bytes already allocated, over the limit of " +
+                               std::to_string(limit) + " bytes (cpu_set_memory_limit)");
+    } while (!in_use_.compare_exchange_weak(held, held + nbytes, std::memory_order_relaxed));
   }
 
   // Blocks of 1 MiB and more: rounded to 2 MiB, served from the cache when it

@@ -120,6 +120,12 @@ TEST_CASE("a size past any limit is refused before the system is asked", "[tenso
   CHECK(cpu_memory_allocated() == base);
 }
 
+TEST_CASE("an allocation the system refuses is not counted", "[tensor][allocator][errors]") {
+  const size_t base = cpu_memory_allocated();
+  CHECK_THROWS_AS(empty({int64_t{1} << 46}, kFloat64), OutOfMemoryError);  // 512 TiB, no limit set
+  CHECK(cpu_memory_allocated() == base);
+}
+
 // Run by the meson test 'tensor-memory-limit-env' with EMBER_CPU_MEMORY_LIMIT_MB=64.
 TEST_CASE("EMBER_CPU_MEMORY_LIMIT_MB sets the limit at start-up", "[.env_limit]") {
   REQUIRE(std::getenv("EMBER_CPU_MEMORY_LIMIT_MB") == std::string("64"));
