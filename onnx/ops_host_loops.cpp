@@ -56,6 +56,8 @@ OpFn build_cumsum(const NodeContext& ctx) {
     if (is_floating(in[1].dtype())) throw DTypeError(site + ": axis must be an integer");
     const int64_t axis = normalize_axis(site, in[1].item<int64_t>(), std::max<int64_t>(x.dim(), 1));
     if (x.dtype() == kBool) throw DTypeError(site + ": the input must be numbers, got bool");
+    // Nothing to sum; and the loops below must not walk a [2^62, 0] tensor's rows.
+    if (x.numel() == 0) return std::vector<Tensor>{empty(x.shape(), TensorOptions(x.dtype(), x.device()))};
     const bool floating = is_floating(x.dtype());
     const Tensor src = x.to(kCPU, floating ? kFloat64 : kInt64).contiguous();
     Tensor out = empty(src.shape(), src.dtype());
@@ -225,14 +227,15 @@ void top_order(const T* row, int64_t n, bool largest, std::vector<int64_t>& orde
 // input itself (gather_elements), so they keep its exact type.
 OpFn build_top_k(const NodeContext& ctx) {
   if (ctx.opset < 10 && !ctx.has("k")) ctx.invalid("attribute 'k' is missing");
-  const int64_t attr_k = ctx.opset < 10 ? ctx.get_int("k", 0) : -1;
+  const bool k_input = ctx.opset >= 10;
+  const int64_t attr_k = k_input ? 0 : ctx.get_int("k", 0);
   const int64_t axis = ctx.get_int("axis", -1);
   const bool largest = ctx.get_int("largest", 1) != 0;
   const std::string site = ctx.where();
   return [=](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     int64_t k = attr_k;
-    if (attr_k < 0) {  // opset 10 on: K is an input
+    if (k_input) {
       if (in.size() < 2 || in[1].numel() != 1) throw ShapeError(site + ": K must hold one value");
       k = int_values(in[1].reshape({1}))[0];
     }
@@ -242,6 +245,12 @@ OpFn build_top_k(const NodeContext& ctx) {
     if (k < 0 || k > n)
       throw ShapeError(site + ": k is " + std::to_string(k) + " but the axis has " + std::to_string(n) + " values");
     if (x.dtype() == kBool) throw DTypeError(site + ": the input must be numbers, got bool");
+    if (x.numel() == 0) {  // no values to order (and no rows to walk, however many)
+      Shape shape = x.shape();
+      shape[size_t(a)] = k;
+      return std::vector<Tensor>{empty(shape, TensorOptions(x.dtype(), x.device())),
+                                 empty(shape, TensorOptions(kInt64, x.device()))};
+    }
     const bool floating = is_floating(x.dtype());
     Shape kept_shape, kept_dims;
     const Tensor rows = reduced_last(x.to(kCPU, floating ? kFloat64 : kInt64), {a}, kept_shape, kept_dims);  // [m, n]

@@ -85,23 +85,27 @@ OpFn build_gather_elements(const NodeContext& ctx) {
 // count from depth; an index outside [-depth, depth) gives a row of `off`.
 OpFn build_one_hot(const NodeContext& ctx) {
   int64_t axis = ctx.get_int("axis", -1);
+  const bool wrap = ctx.opset >= 11;  // before 11, a negative index is outside too
   std::string site = ctx.where();
-  return [axis, site](const std::vector<Tensor>& given) {
+  return [axis, wrap, site](const std::vector<Tensor>& given) {
     std::vector<Tensor> moved;
     const std::vector<Tensor>& in = on_one_device(given, moved);
     if (in[1].numel() != 1)
       throw ShapeError(site + ": depth must hold one value, got " + std::to_string(in[1].numel()));
     const double depth_value = in[1].item<double>();
     if (!(depth_value >= 1) || depth_value > 9.2e18)
-      throw ValueError(site + ": depth must be at least 1, got " + in[1].item().str());
+      throw ValueError(site + ": depth must be between 1 and 2^63, got " + in[1].item().str());
     const int64_t depth = static_cast<int64_t>(depth_value);
     const Tensor& values = in[2];
     if (values.numel() != 2)
       throw ShapeError(site + ": values must hold 2 elements (off, on), got " + std::to_string(values.numel()));
     const int64_t a = normalize_axis(site, axis, in[0].dim() + 1);
-    Tensor idx = in[0].to(kInt64);  // non-integer indices are truncated, as ONNX says
-    idx = where(lt(idx, 0), add(idx, depth), idx);
-    Tensor hot = eq(idx.unsqueeze(a), positions_along(depth, a, idx.dim() + 1, idx.device()));
+    // Non-integer indices are truncated, as ONNX says; a negative one is compared
+    // with position - depth rather than moved by + depth, which could overflow.
+    const Tensor idx = in[0].to(kInt64).unsqueeze(a);
+    const Tensor pos = positions_along(depth, a, idx.dim(), idx.device());
+    Tensor hot = eq(idx, pos);
+    if (wrap) hot = where(lt(idx, 0), eq(idx, sub(pos, depth)), hot);
     Tensor pair = values.reshape({2});
     return one(where(hot, pair.select(0, 1), pair.select(0, 0)));
   };

@@ -109,11 +109,12 @@ Tensor clipped(const RecurrentAttrs& a, const Tensor& x) { return a.clip > 0 ? c
 
 // One direction over the whole sequence. x: [seq, batch, input]; w: [G*h, input];
 // r: [G*h, h]; b: [2*G*h] or undefined; p: LSTM peepholes [3*h] or undefined;
-// h0, c0: [batch, h]; active[t]: [batch, 1] bool, or undefined when every
-// sequence runs to the end. Returns Y [seq, batch, h] and sets h_last, c_last.
+// h0, c0: [batch, h]; lens: sequence_lens as int64 [batch, 1] on x's device, or
+// undefined when every sequence runs to the end. Returns Y [seq, batch, h] and
+// sets h_last, c_last.
 Tensor run_direction(const RecurrentAttrs& a, const std::vector<Activation>& f, const Tensor& x, const Tensor& w,
-                     const Tensor& r, const Tensor& b, const Tensor& p, Tensor h, Tensor c,
-                     const std::vector<Tensor>& active, bool reverse, Tensor& h_last, Tensor& c_last) {
+                     const Tensor& r, const Tensor& b, const Tensor& p, Tensor h, Tensor c, const Tensor& lens,
+                     bool reverse, Tensor& h_last, Tensor& c_last) {
   const int64_t seq = x.size(0), hid = a.hidden;
   const int64_t gates = w.size(0) / hid;
   Tensor xw = matmul(x, w.t());  // [seq, batch, G*h]: every step's input projection at once
@@ -125,7 +126,7 @@ Tensor run_direction(const RecurrentAttrs& a, const std::vector<Activation>& f, 
   }
   const Tensor rt = r.t();
   const auto gate = [hid](const Tensor& t, int64_t k) { return t.narrow(-1, k * hid, hid); };
-  std::vector<Tensor> ys(static_cast<size_t>(seq));
+  Tensor ys = empty({seq, h.size(0), hid}, TensorOptions(h.dtype(), h.device()));
   for (int64_t step = 0; step < seq; ++step) {
     const int64_t t = reverse ? seq - 1 - step : step;
     const Tensor xt = xw.select(0, t);
@@ -168,20 +169,22 @@ Tensor run_direction(const RecurrentAttrs& a, const std::vector<Activation>& f, 
       const Tensor o = apply(f[0], clipped(a, po));
       h_new = mul(o, apply(f[2], c_new));
     }
-    if (!active.empty()) {  // ended sequences keep their state and output zeros
-      const Tensor& on = active[size_t(t)];
-      ys[size_t(t)] = where(on, h_new, 0.0);
+    if (lens.defined()) {  // ended sequences keep their state and output zeros
+      const Tensor on = gt(lens, t);
+      Tensor row = ys.select(0, t);
+      row.copy_(where(on, h_new, 0.0));
       h = where(on, h_new, h);
       if (c_new.defined()) c = where(on, c_new, c);
     } else {
-      ys[size_t(t)] = h_new;
+      Tensor row = ys.select(0, t);
+      row.copy_(h_new);
       h = h_new;
       if (c_new.defined()) c = c_new;
     }
   }
   h_last = h;
   c_last = c;
-  return stack(ys, 0);
+  return ys;
 }
 
 OpFn build_recurrent(const NodeContext& ctx) {
@@ -211,14 +214,25 @@ OpFn build_recurrent(const NodeContext& ctx) {
     expect(h0, state, "initial_h");
     expect(c0, state, "initial_c");
     expect(p, {dirs, 3 * hid}, "P");
-    std::vector<Tensor> active;
+    // With nothing to compute, no step runs at all (X may be [2^62, 0, 4]). Otherwise
+    // the input's projection and Y, both as long as the sequence, are allocated
+    // before the first step, so a sequence too long to hold is refused at once.
+    if (seq == 0 || batch == 0) {
+      std::vector<Tensor> out{zeros(a.batch_first ? Shape{batch, seq, dirs, hid} : Shape{seq, dirs, batch, hid},
+                                    TensorOptions(x.dtype(), x.device())),
+                              a.batch_first ? zeros({batch, dirs, hid}, TensorOptions(x.dtype(), x.device()))
+                                            : zeros({dirs, batch, hid}, TensorOptions(x.dtype(), x.device()))};
+      if (a.cell == Cell::Lstm) out.push_back(out[1].clone());
+      out.resize(std::min(out.size(), outputs));
+      return out;
+    }
+    Tensor lens_column;
     if (lens.defined()) {
       const std::vector<int64_t> l = int_values(lens);
       for (int64_t v : l)
         if (v < 0 || v > seq)
           throw ValueError(site + ": sequence_lens has " + std::to_string(v) + ", outside 0 to " + std::to_string(seq));
-      const Tensor lt = lens.to(x.device(), kInt64).reshape({batch, 1});
-      for (int64_t t = 0; t < seq; ++t) active.push_back(gt(lt, t));
+      lens_column = lens.to(x.device(), kInt64).reshape({batch, 1});
     }
     const auto state_of = [&](const Tensor& s, int64_t d) {
       if (!s.defined()) return zeros({batch, hid}, TensorOptions(x.dtype(), x.device()));
@@ -230,7 +244,7 @@ OpFn build_recurrent(const NodeContext& ctx) {
       const std::vector<Activation> f(a.f.begin() + long(size_t(d) * per_dir), a.f.begin() + long(size_t(d + 1) * per_dir));
       Tensor h_last, c_last;
       ys.push_back(run_direction(a, f, x, w.select(0, d), r.select(0, d), b.defined() ? b.select(0, d) : Tensor(),
-                                 p.defined() ? p.select(0, d) : Tensor(), state_of(h0, d), state_of(c0, d), active,
+                                 p.defined() ? p.select(0, d) : Tensor(), state_of(h0, d), state_of(c0, d), lens_column,
                                  a.reverse_only || d == 1, h_last, c_last));
       hs.push_back(h_last);
       cs.push_back(c_last);

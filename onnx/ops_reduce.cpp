@@ -96,6 +96,7 @@ OpFn build_hardmax(const NodeContext& ctx) {
     const Tensor& x = in[0];
     if (x.dim() == 0) throw ShapeError(where + ": the input has no dims");
     int64_t a = normalize_axis(where, axis, x.dim());
+    if (x.numel() == 0) return std::vector<Tensor>{zeros_like(x)};
     Tensor v = x;
     if (legacy) {
       int64_t outer = 1;

@@ -195,8 +195,12 @@ Tensor resize(const std::string& site, const ResizeAttrs& a, const Tensor& x, co
     if (!(n >= 0 && n < 9.2e18))
       throw ShapeError(site + ": the output would be " + Scalar(n).str() + " long in dim " + std::to_string(d));
     out[size_t(d)] = static_cast<int64_t>(n);
-    if (out[size_t(d)] > 0 && x.size(d) == 0)
-      throw ShapeError(site + ": dim " + std::to_string(d) + " of the input is empty, there is nothing to resize");
+  }
+  if (std::find(out.begin(), out.end(), 0) != out.end() || x.numel() == 0) {  // nothing to plan (an empty output may still have one huge dim)
+    for (int64_t d = 0; d < rank; ++d)
+      if (out[size_t(d)] > 0 && x.size(d) == 0)
+        throw ShapeError(site + ": dim " + std::to_string(d) + " of the input is empty, there is nothing to resize");
+    return empty(out, TensorOptions(x.dtype(), x.device()));
   }
   const bool interpolate = a.mode != Mode::Nearest;
   if (interpolate && !is_floating(x.dtype()))
@@ -206,10 +210,6 @@ Tensor resize(const std::string& site, const ResizeAttrs& a, const Tensor& x, co
   Tensor y = interpolate && x.dtype() != kFloat64 && x.dtype() != kFloat32 ? x.to(kFloat32) : x;
   std::vector<Tensor> outside_masks;
   for (int64_t d = 0; d < rank; ++d) {
-    if (out[size_t(d)] == 0 || x.size(d) == 0) {
-      y = y.narrow(d, 0, 0);
-      continue;
-    }
     const double r0 = roi_values.empty() ? 0.0 : roi_values[size_t(d)];
     const double r1 = roi_values.empty() ? 1.0 : roi_values[size_t(rank + d)];
     AxisPlan p = plan_axis(a, x.size(d), out[size_t(d)], scale[size_t(d)], r0, r1);
@@ -227,6 +227,7 @@ ResizeAttrs resize_attrs(const NodeContext& ctx) {
   if (mode == "nearest") a.mode = Mode::Nearest;
   else if (mode == "linear" || mode == "bilinear") a.mode = Mode::Linear;  // Upsample-7 spells it bilinear
   else if (mode == "cubic" && ctx.op_type == "Resize" && ctx.opset >= 11) a.mode = Mode::Cubic;
+  else if (mode == "cubic") ctx.invalid("mode 'cubic' is only in Resize from opset 11");
   else ctx.invalid("mode must be nearest, linear or cubic, got '" + mode + "'");
   if (ctx.op_type == "Upsample" || ctx.opset < 11) {
     // Upsample and Resize-10: asymmetric coordinates, nearest rounds down.
@@ -241,6 +242,7 @@ ResizeAttrs resize_attrs(const NodeContext& ctx) {
   else if (coord == "asymmetric") a.coord = Coord::Asymmetric;
   else if (coord == "tf_half_pixel_for_nn") a.coord = Coord::TfHalfPixelForNn;
   else if (coord == "tf_crop_and_resize") a.coord = Coord::TfCropAndResize;
+  else if (coord == "half_pixel_symmetric") ctx.unsupported("coordinate_transformation_mode 'half_pixel_symmetric'");
   else ctx.invalid("coordinate_transformation_mode '" + coord + "' is not one of ONNX's");
   const std::string rounding = ctx.get_string("nearest_mode", "round_prefer_floor");
   if (rounding == "round_prefer_floor") a.rounding = Rounding::PreferFloor;

@@ -8,7 +8,9 @@
 #include "onnx/op_families.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "kernels/base/error.h"
 #include "tensor/ops.h"
@@ -29,12 +31,18 @@ Reduce reduction_attr(const NodeContext& ctx) {
   ctx.invalid("reduction must be none, add, mul, max or min, got '" + r + "'");
 }
 
+// One update under the reduction. Integers add and multiply as uint64, which
+// wraps as the type's own arithmetic would, without signed overflow.
 template <class T>
 T combine(Reduce r, T old, T update) {
   switch (r) {
     case Reduce::None: return update;
-    case Reduce::Add: return old + update;
-    case Reduce::Mul: return old * update;
+    case Reduce::Add:
+      if constexpr (std::is_integral_v<T>) return T(uint64_t(old) + uint64_t(update));
+      else return old + update;
+    case Reduce::Mul:
+      if constexpr (std::is_integral_v<T>) return T(uint64_t(old) * uint64_t(update));
+      else return old * update;
     case Reduce::Max: return std::max(old, update);
     case Reduce::Min: return std::min(old, update);
   }
@@ -96,7 +104,8 @@ OpFn build_gather_nd(const NodeContext& ctx) {
     Shape out = in[1].shape();
     out.pop_back();
     for (int64_t d = b + m; d < data.dim(); ++d) out.push_back(data.size(d));
-    const int64_t slices = slice ? data.numel() / slice : 0;
+    if (slice == 0 || n.numel() == 0) return std::vector<Tensor>{empty(out, TensorOptions(data.dtype(), data.device()))};
+    const int64_t slices = data.numel() / slice;
     Tensor picked = take(data.contiguous().reshape({slices, slice}), 0, n.to(data.device()));
     return std::vector<Tensor>{picked.reshape(out)};
   };

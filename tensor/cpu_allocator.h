@@ -34,8 +34,9 @@ size_t cpu_memory_cached();
 // EMBER_CPU_CACHE_MB environment variable (in MiB) when set.
 void cpu_set_cache_limit(size_t bytes);
 
-// Bytes CPU tensors hold now, as they asked for them (before the allocator rounds
-// a block up); the cache's blocks are not counted.
+// Bytes CPU tensors hold now from this allocator, as they asked for them (before
+// it rounds a block up); the cache's blocks are not counted, nor memory a caller
+// lends (from_blob), nor anything after set_allocator replaces this allocator.
 size_t cpu_memory_allocated();
 // The most CPU tensors may hold at once: an allocation that would take
 // cpu_memory_allocated() past it raises OutOfMemoryError without asking the
