@@ -2,7 +2,7 @@
 // written to one scratch file per process (in /dev/shm when it exists, so the
 // writes cost little) and the reader is pointed at it. A reader may reject input
 // only with an ember::Error; any other exception, a crash or a sanitizer report is
-// a finding. Tensors may hold at most 1 GiB (cpu_set_memory_limit): an input a
+// a finding. Tensors may hold at most 256 MiB (cpu_set_memory_limit): an input a
 // mutation or two from asking for gigabytes (a Range or Tile near an overflow) is
 // then refused with OutOfMemoryError, an ember::Error, where it would otherwise
 // pass libFuzzer's 4 GB malloc limit, which reports it as a finding.
@@ -41,7 +41,7 @@ inline const std::string& write_input(const uint8_t* data, size_t size) {
 // Runs `read` on the input; ember::Error is the reader saying no, anything else aborts.
 template <class Read>
 int run(const uint8_t* data, size_t size, Read read) {
-  static const bool capped = (ember::cpu_set_memory_limit(size_t{1} << 30), true);
+  static const bool capped = (ember::cpu_set_memory_limit(size_t{256} << 20), true);
   (void)capped;
   const std::string& path = write_input(data, size);
   try {

@@ -7,7 +7,7 @@ Pad, Concat, Conv, ConvTranspose and MaxPool with huge sizes, pads, strides or
 dilations. Each must now end in an error (ShapeError, ValueError), never in a
 sanitizer report. They are seeds of the onnx fuzz target, so each run starts from
 them and mutates them. A mutation or two away they ask for gigabytes (a Range or
-Tile just short of overflowing); the fuzz targets cap tensors at 1 GiB
+Tile just short of overflowing); the fuzz targets cap tensors at 256 MiB
 (tests/fuzz/fuzz_file.h), which refuses those with OutOfMemoryError.
 Run from the repository root."""
 import struct, sys, os
