@@ -129,7 +129,7 @@ Operand sum_unneeded(const Operand& x, const std::vector<bool>& needed) {
     if (needed[size_t(x.labels[d])]) out.labels.push_back(x.labels[d]);
     else dims.push_back(static_cast<int64_t>(d));
   }
-  out.t = dims.empty() ? x.t : sum(x.t, dims);
+  out.t = dims.empty() ? x.t : sum(x.t, dims).to(x.t.dtype());  // sum widens integers to int64
   return out;
 }
 
@@ -281,11 +281,19 @@ Tensor einsum(const std::string& site, const Equation& eq, const std::vector<Ten
           }
     }
   // Combine left to right; before each step, sum out what nothing later needs.
+  // `later[l]` counts label l's uses by operands not yet combined, so finding what
+  // is needed after each step costs one pass over the labels, not over the rest.
+  std::vector<int> later(count.size(), 0);
+  for (const Operand& o : ops)
+    for (int l : o.labels) ++later[size_t(l)];
+  std::vector<bool> in_output(count.size(), false);
+  for (int l : out_labels) in_output[size_t(l)] = true;
+  size_t consumed = 0;  // operands whose labels are no longer in `later`
   const auto needed_after = [&](size_t i) {  // labels used by the output or by operands after i
+    for (; consumed <= i; ++consumed)
+      for (int l : ops[consumed].labels) --later[size_t(l)];
     std::vector<bool> needed(count.size(), false);
-    for (int l : out_labels) needed[size_t(l)] = true;
-    for (size_t j = i + 1; j < ops.size(); ++j)
-      for (int l : ops[j].labels) needed[size_t(l)] = true;
+    for (size_t l = 0; l < needed.size(); ++l) needed[l] = in_output[l] || later[l] > 0;
     return needed;
   };
   Operand acc = ops.size() > 1 ? ops[0] : sum_unneeded(ops[0], needed_after(0));

@@ -8,6 +8,8 @@
 #include "onnx/op_families.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <string>
 
 #include "kernels/base/error.h"
@@ -64,12 +66,15 @@ RecurrentAttrs recurrent_attrs(const NodeContext& ctx) {
   RecurrentAttrs a;
   a.cell = ctx.op_type == "RNN" ? Cell::Rnn : ctx.op_type == "GRU" ? Cell::Gru : Cell::Lstm;
   a.hidden = ctx.get_int("hidden_size", 0);
-  if (a.hidden < 1) ctx.invalid("hidden_size must be positive");
+  if (a.hidden < 1 || a.hidden > (int64_t{1} << 40))  // so that 8 * hidden and its products stay in int64
+    ctx.invalid("hidden_size must be between 1 and 2^40, got " + std::to_string(a.hidden));
   const std::string dir = ctx.get_string("direction", "forward");
   if (dir == "bidirectional") a.directions = 2;
   else if (dir == "reverse") a.reverse_only = true;
   else if (dir != "forward") ctx.invalid("direction must be forward, reverse or bidirectional, got '" + dir + "'");
-  a.batch_first = ctx.get_int("layout", 0) != 0;
+  const int64_t layout = ctx.get_int("layout", 0);
+  if (layout != 0 && layout != 1) ctx.invalid("layout must be 0 or 1, got " + std::to_string(layout));
+  a.batch_first = layout == 1;
   if (ctx.has("clip")) {
     a.clip = ctx.get_float("clip", 0);
     if (!(a.clip > 0)) ctx.invalid("clip must be positive");
@@ -93,9 +98,15 @@ RecurrentAttrs recurrent_attrs(const NodeContext& ctx) {
   size_t next_alpha = 0, next_beta = 0;
   static const char* known[] = {"Sigmoid", "Tanh", "Relu", "HardSigmoid", "LeakyRelu", "ThresholdedRelu",
                                 "ScaledTanh", "Affine", "Elu", "Softsign", "Softplus"};
-  for (const std::string& n : names) {
-    if (std::find(std::begin(known), std::end(known), n) == std::end(known)) ctx.unsupported("activation '" + n + "'");
-    Activation f{n};
+  for (const std::string& given : names) {
+    // Matched without regard to case, as ONNX Runtime does ("sigmoid", "Sigmoid").
+    const auto same = [&given](const char* k) {
+      return std::equal(given.begin(), given.end(), k, k + std::strlen(k),
+                        [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b)); });
+    };
+    const auto* match = std::find_if(std::begin(known), std::end(known), same);
+    if (match == std::end(known)) ctx.unsupported("activation '" + given + "'");
+    Activation f{*match};
     bool takes_alpha, takes_beta;
     defaults(f, takes_alpha, takes_beta);
     if (takes_alpha && next_alpha < alphas.size()) f.alpha = alphas[next_alpha++];
@@ -214,15 +225,17 @@ OpFn build_recurrent(const NodeContext& ctx) {
     expect(h0, state, "initial_h");
     expect(c0, state, "initial_c");
     expect(p, {dirs, 3 * hid}, "P");
-    // With nothing to compute, no step runs at all (X may be [2^62, 0, 4]). Otherwise
-    // the input's projection and Y, both as long as the sequence, are allocated
-    // before the first step, so a sequence too long to hold is refused at once.
+    // With nothing to compute, no step runs at all (X may be [2^62, 0, 4]): Y is
+    // empty and the last states are the initial ones, as for a sequence_lens of 0.
+    // Otherwise the input's projection and Y, both as long as the sequence, are
+    // allocated before the first step, so a sequence too long to hold is refused
+    // at once; the time the steps take is bounded only by the sequence's length.
     if (seq == 0 || batch == 0) {
-      std::vector<Tensor> out{zeros(a.batch_first ? Shape{batch, seq, dirs, hid} : Shape{seq, dirs, batch, hid},
-                                    TensorOptions(x.dtype(), x.device())),
-                              a.batch_first ? zeros({batch, dirs, hid}, TensorOptions(x.dtype(), x.device()))
-                                            : zeros({dirs, batch, hid}, TensorOptions(x.dtype(), x.device()))};
-      if (a.cell == Cell::Lstm) out.push_back(out[1].clone());
+      const TensorOptions o(x.dtype(), x.device());
+      const auto initial = [&](const Tensor& s) { return s.defined() ? s.to(x.dtype()).contiguous() : zeros(state, o); };
+      std::vector<Tensor> out{zeros(a.batch_first ? Shape{batch, seq, dirs, hid} : Shape{seq, dirs, batch, hid}, o),
+                              initial(h0)};
+      if (a.cell == Cell::Lstm) out.push_back(initial(c0));
       out.resize(std::min(out.size(), outputs));
       return out;
     }

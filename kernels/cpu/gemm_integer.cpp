@@ -1,5 +1,8 @@
 // Integer matmul: i-k-j loop order so the innermost loop runs along rows of B and C.
+// Sums wrap modulo the type's width, like NumPy's and PyTorch's integer matmuls.
 #include "kernels/cpu/gemm_integer.h"
+
+#include <type_traits>
 
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
@@ -23,7 +26,11 @@ void gemm_integer(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k,
         for (int64_t q = 0; q < k; ++q) {
           const T av = A[p * a_bs + i * a_rs + q * a_cs];
           const T* brow = B + p * b_bs + q * b_rs;
-          for (int64_t j = 0; j < n; ++j) crow[j * c_cs] = static_cast<T>(crow[j * c_cs] + av * brow[j * b_cs]);
+          // In the unsigned type of T's width: wraps as T's arithmetic would, where
+          // signed overflow (int32 and int64 products) would be undefined.
+          using U = std::make_unsigned_t<std::conditional_t<(sizeof(T) < sizeof(int)), int, T>>;
+          for (int64_t j = 0; j < n; ++j)
+            crow[j * c_cs] = static_cast<T>(U(crow[j * c_cs]) + U(av) * U(brow[j * b_cs]));
         }
       });
     }

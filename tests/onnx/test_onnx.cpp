@@ -490,7 +490,7 @@ struct OneNode {
     input(name, std::vector<int64_t>(size_t(rank), 1), elem);
     auto* shape = m.mutable_graph()->mutable_input(m.graph().input_size() - 1)->mutable_type()->mutable_tensor_type()
                       ->mutable_shape();
-    for (int d = 0; d < rank; ++d) shape->mutable_dim(d)->set_dim_param("d" + std::to_string(d));
+    for (int d = 0; d < rank; ++d) shape->mutable_dim(d)->set_dim_param(std::string(1, char('a' + d)));
   }
   void add_output(const std::string& name, int elem) {
     node->add_output(name);
@@ -935,11 +935,13 @@ bool same_values(const Tensor& a, const Tensor& b) {
 
 ember::onnx::Model einsum_model(const std::string& eq, const std::vector<Tensor>& inputs) {
   OneNode e("Einsum", 12);
-  e.input("x", inputs[0].shape());
+  const int elem = inputs[0].dtype() == kInt32 ? ::onnx::TensorProto::INT32 : ::onnx::TensorProto::FLOAT;
+  e.output_type(elem);
+  e.input("x", inputs[0].shape(), elem);
   for (size_t i = 1; i < inputs.size(); ++i) {
     std::string name = "x";  // (appended, not "x" + ...: GCC 12's -Wrestrict false positive, bug 105329)
     name += std::to_string(i);
-    e.input(name, inputs[i].shape());
+    e.input(name, inputs[i].shape(), elem);
     e.node->add_input(name);
   }
   auto* a = e.node->add_attribute();
@@ -984,6 +986,22 @@ TEST_CASE("onnx: Einsum against einsum by definition", "[onnx]") {
                      .run({a.expand({2, 5, 3, 4}).contiguous(), b.expand({2, 5, 4, 2}).contiguous()})[0]));
   const Tensor t = randn({3, 4}), u = randn({4, 2});
   CHECK(same_values(einsum_model("ij,jk", {t, u}).run({t, u})[0], matmul(t, u)));
+  // Against the definition: integers keep their type (sums included), a contracted
+  // ellipsis dim of 1 meets 4, upper-case labels, spaces, a label in three operands.
+  const Tensor ia = tensor(std::vector<int32_t>{3, -1, 4, 1, -5, 9}, {2, 3}),
+               ib = tensor(std::vector<int32_t>{2, 6, -5, 3, 5, -8, 9, 7, 9, 3, -2, 3}, {3, 4});
+  const Tensor isum = einsum_model("ij,jk->k", {ia, ib}).run({ia, ib})[0];
+  CHECK(isum.dtype() == kInt32);
+  CHECK(same_values(isum, tensor(naive_einsum("ij,jk->k", {ia, ib}))));
+  const Tensor e1 = randn({1, 3}), e4 = randn({4, 3});
+  CHECK(same_values(einsum_model("...i,...i->i", {e1, e4}).run({e1, e4})[0],
+                    tensor(naive_einsum("ai,ai->i", {e1.expand({4, 3}), e4})).to(kFloat32)));
+  const Tensor p3 = randn({2, 3}), q3 = randn({3, 5});
+  CHECK(same_values(einsum_model(" Ab , bC -> AC ", {p3, q3}).run({p3, q3})[0],
+                    tensor(naive_einsum("ab,bc->ac", {p3, q3})).reshape({2, 5}).to(kFloat32)));
+  const Tensor v1 = randn({4}), v2 = randn({4}), v3 = randn({4, 2});
+  CHECK(same_values(einsum_model("i,i,ij->j", {v1, v2, v3}).run({v1, v2, v3})[0],
+                    tensor(naive_einsum("i,i,ij->j", {v1, v2, v3})).to(kFloat32)));
   CHECK(same_values(einsum_model("ba", {t}).run({t})[0], t.t()));
   CHECK(message_of<ShapeError>([&] { einsum_model("ij,jk->ik", {t, t}).run({t, t}); }) ==
         "ONNX op 'Einsum' (node 'n', opset 12): a label has sizes 4 and 3");
@@ -1002,6 +1020,7 @@ struct RecurrentRef {
   int64_t seq = 4, batch = 3, input = 2, hidden = 3;
   int dirs = 1;
   bool reverse = false, linear_before_reset = false;
+  bool lstm_extras = false;  // LSTM with an initial cell state and peepholes
   double clip = 0;
   std::vector<int64_t> lens;  // empty: every sequence runs to the end
   int64_t gates() const { return op == "RNN" ? 1 : op == "GRU" ? 3 : 4; }
@@ -1010,7 +1029,8 @@ struct RecurrentRef {
 // Y [seq, dirs, batch, hidden] then Y_h [dirs, batch, hidden] (then Y_c for LSTM), flat.
 std::vector<std::vector<double>> recurrent_by_definition(const RecurrentRef& s, const std::vector<double>& x,
                                                          const std::vector<double>& w, const std::vector<double>& r,
-                                                         const std::vector<double>& b, const std::vector<double>& h0) {
+                                                         const std::vector<double>& b, const std::vector<double>& h0,
+                                                         const std::vector<double>& c0, const std::vector<double>& p) {
   const int64_t G = s.gates(), H = s.hidden, B = s.batch, I = s.input, T = s.seq;
   std::vector<double> y(size_t(T * s.dirs * B * H), 0.0), yh(size_t(s.dirs * B * H)), yc(size_t(s.dirs * B * H));
   const auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
@@ -1022,6 +1042,8 @@ std::vector<std::vector<double>> recurrent_by_definition(const RecurrentRef& s, 
     const double* Rb = Wb + G * H;
     for (int64_t n = 0; n < B; ++n) {
       std::vector<double> h(&h0[size_t((d * B + n) * H)], &h0[size_t((d * B + n) * H)] + H), c(size_t(H), 0.0);
+      if (s.lstm_extras) c.assign(&c0[size_t((d * B + n) * H)], &c0[size_t((d * B + n) * H)] + H);
+      const double* P = s.lstm_extras ? &p[size_t(d * 3 * H)] : nullptr;  // peepholes i, o, f
       const int64_t len = s.lens.empty() ? T : s.lens[size_t(n)];
       const bool backwards = s.reverse || d == 1;
       for (int64_t step = 0; step < len; ++step) {
@@ -1055,9 +1077,12 @@ std::vector<std::vector<double>> recurrent_by_definition(const RecurrentRef& s, 
             }
             hn[size_t(j)] = (1 - z[size_t(j)]) * std::tanh(cl(pre)) + z[size_t(j)] * h[size_t(j)];
           } else {
-            const double i = sig(cl(at(xw, 0) + at(hr, 0))), o = sig(cl(at(xw, 1) + at(hr, 1)));
-            const double f = sig(cl(at(xw, 2) + at(hr, 2))), cand = std::tanh(cl(at(xw, 3) + at(hr, 3)));
-            c[size_t(j)] = f * c[size_t(j)] + i * cand;
+            const double c_prev = c[size_t(j)];
+            const double i = sig(cl(at(xw, 0) + at(hr, 0) + (P ? P[j] * c_prev : 0)));
+            const double f = sig(cl(at(xw, 2) + at(hr, 2) + (P ? P[2 * H + j] * c_prev : 0)));
+            const double cand = std::tanh(cl(at(xw, 3) + at(hr, 3)));
+            c[size_t(j)] = f * c_prev + i * cand;
+            const double o = sig(cl(at(xw, 1) + at(hr, 1) + (P ? P[H + j] * c[size_t(j)] : 0)));
             hn[size_t(j)] = o * std::tanh(c[size_t(j)]);
           }
         }
@@ -1098,6 +1123,11 @@ TEST_CASE("onnx: RNN, GRU and LSTM reversed, bidirectional, clipped and with seq
     both.lens = {3, 4, 2};
     cases.insert(cases.end(), {forward_lens, reverse_clip, both});
   }
+  RecurrentRef lstm_full = of("LSTM");  // distinct peepholes and a nonzero cell state, both directions
+  lstm_full.dirs = 2;
+  lstm_full.lstm_extras = true;
+  lstm_full.lens = {4, 3, 2};
+  cases.push_back(lstm_full);
   RecurrentRef gru_lbr = of("GRU");
   gru_lbr.dirs = 2;
   gru_lbr.linear_before_reset = true;
@@ -1105,7 +1135,8 @@ TEST_CASE("onnx: RNN, GRU and LSTM reversed, bidirectional, clipped and with seq
   for (const RecurrentRef& c : cases) {
     const int64_t G = c.gates(), H = c.hidden;
     const Tensor x = randn({c.seq, c.batch, c.input}), w = randn({c.dirs, G * H, c.input}),
-                 r = randn({c.dirs, G * H, H}), b = randn({c.dirs, 2 * G * H}), h0 = randn({c.dirs, c.batch, H});
+                 r = randn({c.dirs, G * H, H}), b = randn({c.dirs, 2 * G * H}), h0 = randn({c.dirs, c.batch, H}),
+                 c0 = randn({c.dirs, c.batch, H}), p = randn({c.dirs, 3 * H});
     OneNode node(c.op, 14);
     node.input("x", x.shape());
     node.init("w", w.shape(), w.to_vector<float>());
@@ -1115,6 +1146,11 @@ TEST_CASE("onnx: RNN, GRU and LSTM reversed, bidirectional, clipped and with seq
     node.node->add_input(c.lens.empty() ? "" : "lens");
     node.input("h0", h0.shape());
     node.node->add_input("h0");
+    if (c.lstm_extras) {
+      node.input("c0", c0.shape());
+      node.node->add_input("c0");
+      node.init("p", p.shape(), p.to_vector<float>());
+    }
     auto* hidden = node.node->add_attribute();
     hidden->set_name("hidden_size");
     hidden->set_type(::onnx::AttributeProto::INT);
@@ -1135,14 +1171,17 @@ TEST_CASE("onnx: RNN, GRU and LSTM reversed, bidirectional, clipped and with seq
     yh->set_name("y_h");
     yh->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
     yh->mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (c.op == "LSTM") node.add_output("y_c", ::onnx::TensorProto::FLOAT);
     ember::onnx::Model m = node.load();
     std::vector<int32_t> lens(c.lens.begin(), c.lens.end());
     if (lens.empty()) lens.assign(size_t(c.batch), int32_t(c.seq));
-    const auto got = m.run({x, tensor(lens), h0});
+    const auto got = c.lstm_extras ? m.run({x, tensor(lens), h0, c0}) : m.run({x, tensor(lens), h0});
     const auto as_double = [](const Tensor& t) { return t.to(kFloat64).contiguous().to_vector<double>(); };
-    const auto want = recurrent_by_definition(c, as_double(x), as_double(w), as_double(r), as_double(b), as_double(h0));
+    const auto want = recurrent_by_definition(c, as_double(x), as_double(w), as_double(r), as_double(b), as_double(h0),
+                                              as_double(c0), as_double(p));
     INFO(c.op << " dirs " << c.dirs << " reverse " << c.reverse << " clip " << c.clip);
-    for (size_t k = 0; k < 2; ++k) {
+    REQUIRE(got.size() == want.size());  // Y, Y_h, and Y_c for LSTM
+    for (size_t k = 0; k < want.size(); ++k) {
       const std::vector<float> g = got[k].to_vector<float>();
       REQUIRE(g.size() == want[k].size());
       for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == Approx(want[k][i]).margin(1e-5));
