@@ -70,6 +70,12 @@ std::vector<int64_t> int_values(const Tensor& t) {
   return t.to(kInt64).to_vector<int64_t>();
 }
 
+Tensor flatten_at(const Tensor& x, int64_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) (d < axis ? outer : inner) *= x.size(d);
+  return x.reshape({outer, inner});
+}
+
 const std::vector<Tensor>& on_one_device(const std::vector<Tensor>& inputs, std::vector<Tensor>& moved) {
   const Tensor* off_host = nullptr;
   for (const Tensor& t : inputs)

@@ -91,6 +91,9 @@ std::vector<int64_t> int_values(const Tensor& t);
 // Returns `inputs` itself when nothing moves (no copy, no allocation on the CPU's
 // path), else `moved`, filled.
 const std::vector<Tensor>& on_one_device(const std::vector<Tensor>& inputs, std::vector<Tensor>& moved);
+// x seen as 2-D, [dims before axis, dims from axis on], as Softmax and Hardmax
+// before opset 13 see their input (a view when x is contiguous).
+Tensor flatten_at(const Tensor& x, int64_t axis);
 // Axis `axis` of a rank-`rank` tensor, negative counted from the end; ShapeError
 // "<where>: axis 5 is out of range for a rank-4 input" otherwise.
 int64_t normalize_axis(const std::string& where, int64_t axis, int64_t rank);

@@ -530,9 +530,7 @@ OpFn build_softmax(const NodeContext& ctx) {
     if (x.dim() == 0) throw ShapeError(where + ": the input has no dims");
     int64_t a = normalize_axis(where, axis, x.dim());
     if (!legacy || a == x.dim() - 1) return one(log ? log_softmax(x, a) : softmax(x, a));
-    int64_t outer = 1;
-    for (int64_t d = 0; d < a; ++d) outer *= x.size(d);
-    Tensor flat = x.reshape({outer, x.numel() / std::max<int64_t>(outer, 1)});
+    Tensor flat = flatten_at(x, a);
     Tensor y = log ? log_softmax(flat, 1) : softmax(flat, 1);
     return one(y.reshape(x.shape()));
   };

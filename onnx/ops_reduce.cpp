@@ -99,9 +99,7 @@ OpFn build_hardmax(const NodeContext& ctx) {
     if (x.numel() == 0) return std::vector<Tensor>{zeros_like(x)};
     Tensor v = x;
     if (legacy) {
-      int64_t outer = 1;
-      for (int64_t d = 0; d < a; ++d) outer *= x.size(d);
-      v = x.reshape({outer, x.numel() / std::max<int64_t>(outer, 1)});
+      v = flatten_at(x, a);
       a = 1;
     }
     Shape along(static_cast<size_t>(v.dim()), 1);
