@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Writes tests/fuzz/corpus/onnx/overflow-*.onnx: small ONNX models, encoded by hand
+"""Writes tests/fuzz/regressions/onnx/overflow-*.onnx: small ONNX models, encoded by hand
 (protobuf wire format, no onnx package needed), whose sizes or attributes once made
 int64 size arithmetic overflow (undefined behaviour that UBSan reports): empty
 tensors whose other sizes multiply past int64, and Reshape, Tile, Split, Range,
 Pad, Concat, Conv, ConvTranspose and MaxPool with huge sizes, pads, strides or
 dilations. Each must now end in an error (ShapeError, ValueError), never in a
-sanitizer report. They are seeds of the onnx fuzz target, so each run starts from
-them and mutates them. A mutation or two away they ask for gigabytes (a Range or
-Tile just short of overflowing); the fuzz targets cap tensors at 256 MiB
-(tests/fuzz/fuzz_file.h), which refuses those with OutOfMemoryError.
+sanitizer report; scripts/sanitize runs each once through the onnx fuzz target.
+They are not fuzzing seeds: a mutation or two away they ask for gigabytes, which
+the fuzz targets' 256 MiB cap refuses (tests/fuzz/fuzz_file.h), or for billions of
+additions over a view that needs no memory (an Expand to 2^40 elements summed),
+which runs past libFuzzer's timeout.
 Run from the repository root."""
 import struct, sys, os
 
@@ -48,7 +49,7 @@ def model(nodes, inits, inputs, outputs, opset=13):
     return f_varint(1, 7) + f_bytes(7, g) + f_bytes(8, f_bytes(1, "") + f_varint(2, opset))
 
 def w(name, b):
-    with open(os.path.join("tests/fuzz/corpus/onnx", "overflow-" + name), "wb") as f:
+    with open(os.path.join("tests/fuzz/regressions/onnx", "overflow-" + name), "wb") as f:
         f.write(b)
 
 # Reshape: target shape whose product overflows int64 (known *= s).
