@@ -1208,6 +1208,69 @@ TEST_CASE("onnx: NegativeLogLikelihoodLoss weights, ignores and refuses a negati
   }
 }
 
+// The refusals of the new ops that the cases above do not reach, by their exact
+// text (docs/errors.md).
+TEST_CASE("onnx: the new ops' refusals, exactly as documented", "[onnx][errors]") {
+  OneNode rnn("RNN", 14);
+  rnn.input("x", {2, 1, 3});
+  rnn.init("w", {1, 4, 3}, std::vector<float>(12, 0.1f));  // hidden 4 declared, 2 in the attribute
+  rnn.init("r", {1, 4, 4}, std::vector<float>(16, 0.1f));
+  rnn.int_attr("hidden_size", 2);
+  ember::onnx::Model m = rnn.load();
+  CHECK(message_of<ShapeError>([&] { m.run({ones({2, 1, 3})}); }) ==
+        "ONNX op 'RNN' (node 'n', opset 14): W must have shape [1, 2, 3], got [1, 4, 3]");
+  OneNode huge_hidden("LSTM", 14);
+  huge_hidden.input("x", {2, 1, 3});
+  huge_hidden.init("w", {1, 4, 3}, std::vector<float>(12, 0.1f));  // refused at load, before any shape check
+  huge_hidden.init("r", {1, 4, 1}, std::vector<float>(4, 0.1f));
+  huge_hidden.int_attr("hidden_size", int64_t{1} << 62);
+  CHECK(message_of<FormatError>([&] { huge_hidden.load(); }) ==
+        "ONNX op 'LSTM' (node 'n', opset 14): hidden_size must be between 1 and 2^40, got 4611686018427387904");
+  OneNode bad_layout("GRU", 14);
+  bad_layout.input("x", {2, 1, 3});
+  bad_layout.init("w", {1, 6, 3}, std::vector<float>(18, 0.1f));
+  bad_layout.init("r", {1, 6, 2}, std::vector<float>(12, 0.1f));
+  bad_layout.int_attr("hidden_size", 2);
+  bad_layout.int_attr("layout", 2);
+  CHECK(message_of<FormatError>([&] { bad_layout.load(); }) ==
+        "ONNX op 'GRU' (node 'n', opset 14): layout must be 0 or 1, got 2");
+
+  const Tensor t = ones({2, 2});
+  CHECK(message_of<FormatError>([&] { einsum_model("ij,j1->i", {t, t}); }) ==
+        "ONNX op 'Einsum' (node 'n', opset 12): the equation has '1', which is not a letter");
+  CHECK(message_of<ShapeError>([&] { einsum_model("ij,jk,kl->il", {t, t}).run({t, t}); }) ==
+        "ONNX op 'Einsum' (node 'n', opset 12): the equation has 3 terms for 2 inputs");
+  CHECK(message_of<ShapeError>([&] { einsum_model("ijk->i", {t}).run({t}); }) ==
+        "ONNX op 'Einsum' (node 'n', opset 12): a term names 3 dims but its input has 2");
+
+  OneNode cubic10("Resize", 10);
+  cubic10.input("x", {1, 2});
+  cubic10.init("scales", {2}, {1, 2});
+  auto* mode = cubic10.node->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(::onnx::AttributeProto::STRING);
+  mode->set_s("cubic");
+  CHECK(message_of<FormatError>([&] { cubic10.load(); }) ==
+        "ONNX op 'Resize' (node 'n', opset 10): mode 'cubic' is only in Resize from opset 11");
+
+  OneNode cum("CumSum", 14);
+  cum.input("x", {3});
+  cum.input("axis", {2}, ::onnx::TensorProto::INT64);
+  cum.node->add_input("axis");
+  m = cum.load();
+  CHECK(message_of<ShapeError>([&] { m.run({ones({3}), tensor(std::vector<int64_t>{0, 0})}); }) ==
+        "ONNX op 'CumSum' (node 'n', opset 14): axis must hold one value, got 2");
+
+  OneNode snd("ScatterND");
+  snd.input("x", {4});
+  snd.input("i", {2, 1}, ::onnx::TensorProto::INT64);
+  snd.node->add_input("i");
+  snd.init("u", {3}, {1, 2, 3});
+  m = snd.load();
+  CHECK(message_of<ShapeError>([&] { m.run({ones({4}), tensor(std::vector<int64_t>{0, 1}, {2, 1})}); }) ==
+        "ONNX op 'ScatterND' (node 'n', opset 13): updates must have shape [2], got [3]");
+}
+
 TEST_CASE("onnx: ConvTranspose checks what its kernel trusts", "[onnx][errors]") {
   OneNode bad_channels("ConvTranspose");
   bad_channels.input("x", {1, 2, 3, 3});
