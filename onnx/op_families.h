@@ -20,8 +20,12 @@ void add_loss_ops(std::vector<OpRow>& rows);
 void add_scatter_ops(std::vector<OpRow>& rows);
 void add_einsum_ops(std::vector<OpRow>& rows);
 void add_recurrent_ops(std::vector<OpRow>& rows);
+void add_quantized_ops(std::vector<OpRow>& rows);
 
 // Shared by the op files.
+// Conv's builder (ops_nn.cpp): 1-D to 3-D, every padding and group. ConvInteger
+// and QLinearConv run it on their codes as float64, where the sums are exact.
+OpFn build_conv(const NodeContext& ctx);
 // GatherElements (ops_index.cpp): out[p] = data[p with p[axis] replaced by
 // indices[p]]; `site` names the node in errors.
 Tensor gather_elements(const std::string& site, const Tensor& data, const Tensor& indices, int64_t axis);

@@ -20,6 +20,7 @@ const std::vector<OpRow>& table() {
     add_scatter_ops(r);
     add_einsum_ops(r);
     add_recurrent_ops(r);
+    add_quantized_ops(r);
     std::sort(r.begin(), r.end(), [](const OpRow& a, const OpRow& b) { return std::string(a.op_type) < b.op_type; });
     return r;
   }();

@@ -139,6 +139,8 @@ Tensor conv2d_window(const Tensor& x, const Tensor& w, const Tensor& b, const Wi
   return conv2d(x, w, b, pair(win.stride), pair(win.pad_begin), pair(win.dilation), groups);
 }
 
+}  // namespace
+
 OpFn build_conv(const NodeContext& ctx) {
   WindowAttrs attrs = window_attrs(ctx);
   int64_t groups = ctx.get_int("group", 1);
@@ -189,6 +191,8 @@ OpFn build_conv(const NodeContext& ctx) {
     return one(stack(planes, 2));
   };
 }
+
+namespace {
 
 OpFn build_conv_transpose(const NodeContext& ctx) {
   WindowAttrs attrs = window_attrs(ctx);

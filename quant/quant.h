@@ -4,7 +4,9 @@
 
 #include "quant/dynamic_linear.h"
 #include "quant/linear_int8.h"
+#include "quant/matmul_integer.h"
 #include "quant/qparams.h"
 #include "quant/quantize_dynamic.h"
+#include "quant/quantize_linear.h"
 #include "quant/quantized_tensor.h"
 #include "quant/serialize.h"

@@ -479,6 +479,16 @@ struct OneNode {
     for (float v : values) t->add_float_data(v);
     node->add_input(name);
   }
+  // An initializer of any element type from its little-endian bytes.
+  template <class T>
+  void init_raw(const std::string& name, std::vector<int64_t> dims, int elem, const std::vector<T>& values) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(elem);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)));
+    node->add_input(name);
+  }
   void int_attr(const std::string& name, int64_t v) {
     auto* a = node->add_attribute();
     a->set_name(name);
@@ -1443,4 +1453,172 @@ TEST_CASE("onnx: quantize_dynamic runs MatMul and Gemm with constant weights in 
 
   CHECK(message_of<ValueError>([] { ember::onnx::quantize_dynamic(ember::onnx::Model()); }) ==
         "onnx::quantize_dynamic: the model is empty (default-constructed, not loaded)");
+}
+
+// The quantized ops by their definitions, on shapes the conformance data does not
+// reach: QLinearConv with per-channel weight parameters, a bias, groups, strides
+// and asymmetric pads; QLinearMatMul with a scale per row and per column; and
+// MatMulInteger with a constant b, which the plan packs once at load.
+namespace {
+
+uint8_t code_u8(int64_t i) { return uint8_t((i * 37 + 11) % 256); }
+int8_t code_s8(int64_t i) { return int8_t((i * 53 + 7) % 256 - 128); }
+int64_t saturated(double v, int64_t lo, int64_t hi) { return std::min<int64_t>(hi, std::max<int64_t>(lo, int64_t(v))); }
+
+}  // namespace
+
+TEST_CASE("onnx: QLinearConv per output channel, grouped, strided and padded, by its definition", "[onnx][quant]") {
+  const int64_t n = 2, c = 4, h = 6, wd = 5, m = 6, group = 2, kh = 3, kw = 2, cg = c / group;
+  const int64_t stride[2] = {2, 1}, pb[2] = {1, 0}, pe[2] = {2, 1};  // pads begin, end: asymmetric
+  OneNode conv("QLinearConv", 13);
+  conv.output_type(::onnx::TensorProto::UINT8);
+  conv.input("x", {n, c, h, wd}, ::onnx::TensorProto::UINT8);
+  const float xs = 0.02f, ys = 0.3f;
+  const uint8_t xz = 120, yz = 100;
+  std::vector<float> ws;
+  std::vector<int8_t> wz, wv;
+  std::vector<int32_t> bias;
+  for (int64_t o = 0; o < m; ++o) {
+    ws.push_back(0.01f + 0.007f * float(o));
+    wz.push_back(int8_t(o * 5 - 12));
+    bias.push_back(int32_t(o * 411 - 1500));
+  }
+  for (int64_t i = 0; i < m * cg * kh * kw; ++i) wv.push_back(code_s8(i));
+  conv.init_raw<float>("xs", {}, ::onnx::TensorProto::FLOAT, {xs});
+  conv.init_raw<uint8_t>("xz", {}, ::onnx::TensorProto::UINT8, {xz});
+  conv.init_raw<int8_t>("w", {m, cg, kh, kw}, ::onnx::TensorProto::INT8, wv);
+  conv.init_raw<float>("ws", {m}, ::onnx::TensorProto::FLOAT, ws);
+  conv.init_raw<int8_t>("wz", {m}, ::onnx::TensorProto::INT8, wz);
+  conv.init_raw<float>("ys", {}, ::onnx::TensorProto::FLOAT, {ys});
+  conv.init_raw<uint8_t>("yz", {}, ::onnx::TensorProto::UINT8, {yz});
+  conv.init_raw<int32_t>("B", {m}, ::onnx::TensorProto::INT32, bias);
+  conv.int_attr("group", group);
+  conv.ints("strides", {stride[0], stride[1]});
+  conv.ints("pads", {pb[0], pb[1], pe[0], pe[1]});
+  std::vector<uint8_t> xv;
+  for (int64_t i = 0; i < n * c * h * wd; ++i) xv.push_back(code_u8(i));
+  const Tensor x = tensor(std::vector<int32_t>(xv.begin(), xv.end()), {n, c, h, wd}).to(kUInt8);
+  const int64_t oh = (h + pb[0] + pe[0] - kh) / stride[0] + 1, ow = (wd + pb[1] + pe[1] - kw) / stride[1] + 1;
+  std::vector<int64_t> want;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          int64_t acc = bias[size_t(o)];
+          const int64_t g = o / (m / group);
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t a = 0; a < kh; ++a)
+              for (int64_t e = 0; e < kw; ++e) {
+                const int64_t r = i * stride[0] + a - pb[0], q = j * stride[1] + e - pb[1];
+                if (r < 0 || r >= h || q < 0 || q >= wd) continue;  // padding: x - x_zero is 0 there
+                const int64_t xc = xv[size_t(((b * c + g * cg + ci) * h + r) * wd + q)];
+                const int64_t wc = wv[size_t(((o * cg + ci) * kh + a) * kw + e)];
+                acc += (xc - xz) * (wc - wz[size_t(o)]);
+              }
+          const float mult = xs * ws[size_t(o)] / ys;
+          want.push_back(saturated(std::nearbyint(float(acc) * mult) + yz, 0, 255));
+        }
+  const Tensor y = conv.load().run({x})[0];
+  CHECK(y.dtype() == kUInt8);
+  CHECK(y.shape() == Shape{n, m, oh, ow});
+  CHECK(y.to(kInt64).to_vector<int64_t>() == want);
+}
+
+TEST_CASE("onnx: QLinearMatMul with a scale per row and per column, MatMulInteger with a packed b", "[onnx][quant]") {
+  const int64_t m = 5, k = 13, n = 7;
+  std::vector<uint8_t> av, bv;
+  for (int64_t i = 0; i < m * k; ++i) av.push_back(code_u8(i));
+  for (int64_t i = 0; i < k * n; ++i) bv.push_back(code_u8(i * 3 + 1));
+  std::vector<float> as, bs;
+  for (int64_t i = 0; i < m; ++i) as.push_back(0.05f + 0.01f * float(i));
+  for (int64_t j = 0; j < n; ++j) bs.push_back(0.02f + 0.003f * float(j));
+  const uint8_t az = 100, bz = 131;
+  const int8_t yz = -5;
+  const float ys = 0.7f;
+  const Tensor a = tensor(std::vector<int32_t>(av.begin(), av.end()), {m, k}).to(kUInt8);
+  auto sums = [&](int64_t i, int64_t j) {
+    int64_t s = 0;
+    for (int64_t p = 0; p < k; ++p) s += (int64_t(av[size_t(i * k + p)]) - az) * (int64_t(bv[size_t(p * n + j)]) - bz);
+    return s;
+  };
+
+  OneNode q("QLinearMatMul", 10);
+  q.output_type(::onnx::TensorProto::INT8);
+  q.input("x", {m, k}, ::onnx::TensorProto::UINT8);
+  q.init_raw<float>("as", {m}, ::onnx::TensorProto::FLOAT, as);
+  q.init_raw<uint8_t>("az", {}, ::onnx::TensorProto::UINT8, {az});
+  q.init_raw<uint8_t>("b", {k, n}, ::onnx::TensorProto::UINT8, bv);
+  q.init_raw<float>("bs", {n}, ::onnx::TensorProto::FLOAT, bs);
+  q.init_raw<uint8_t>("bz", {}, ::onnx::TensorProto::UINT8, {bz});
+  q.init_raw<float>("ys", {}, ::onnx::TensorProto::FLOAT, {ys});
+  q.init_raw<int8_t>("yz", {}, ::onnx::TensorProto::INT8, {yz});
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float mult = as[size_t(i)] * bs[size_t(j)] / ys;
+      want.push_back(saturated(std::nearbyint(float(sums(i, j)) * mult) + yz, -128, 127));
+    }
+  const Tensor y = q.load().run({a})[0];
+  CHECK(y.dtype() == kInt8);
+  CHECK(y.to(kInt64).to_vector<int64_t>() == want);
+
+  OneNode mi("MatMulInteger", 10);
+  mi.output_type(::onnx::TensorProto::INT32);
+  mi.input("x", {m, k}, ::onnx::TensorProto::UINT8);
+  mi.init_raw<uint8_t>("b", {k, n}, ::onnx::TensorProto::UINT8, bv);
+  mi.init_raw<uint8_t>("az", {}, ::onnx::TensorProto::UINT8, {az});
+  mi.init_raw<uint8_t>("bz", {}, ::onnx::TensorProto::UINT8, {bz});
+  std::vector<int64_t> sums_want;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) sums_want.push_back(sums(i, j));
+  for (const char* device : {"cpu", "emu:0"}) {
+    INFO(device);
+    const Tensor s = ember::onnx::load_from_string(bytes_of(mi.m), Device(device)).run({a.to(Device(device))})[0];
+    CHECK(s.device() == Device(device));
+    CHECK(s.to(kCPU, kInt64).to_vector<int64_t>() == sums_want);
+  }
+}
+
+TEST_CASE("onnx: the quantized ops' refusals, exactly as documented", "[onnx][quant][errors]") {
+  OneNode q("QuantizeLinear", 13);
+  q.output_type(::onnx::TensorProto::UINT8);
+  q.input("x", {2, 4});
+  q.init("s", {3}, {0.5f, 1, 2});
+  CHECK(message_of<ShapeError>([&] { q.load().run({zeros({2, 4})}); }) ==
+        "ONNX op 'QuantizeLinear' (node 'n', opset 13): the scale must hold one value or one per index of axis 1 "
+        "of [2, 4], got shape [3]");
+  OneNode conv("ConvInteger", 10);
+  conv.output_type(::onnx::TensorProto::INT32);
+  conv.input("x", {1, 2, 3, 3}, ::onnx::TensorProto::UINT8);
+  conv.init_raw<uint8_t>("w", {1, 2, 1, 1}, ::onnx::TensorProto::UINT8, {1, 2});
+  conv.init_raw<uint8_t>("xz", {2}, ::onnx::TensorProto::UINT8, {1, 2});
+  CHECK(message_of<ShapeError>([&] { conv.load().run({zeros({1, 2, 3, 3}, kUInt8)}); }) ==
+        "ONNX op 'ConvInteger' (node 'n', opset 10): x's zero point must hold one value, got shape [2]");
+  OneNode wz("ConvInteger", 10);
+  wz.output_type(::onnx::TensorProto::INT32);
+  wz.input("x", {1, 2, 3, 3}, ::onnx::TensorProto::UINT8);
+  wz.init_raw<uint8_t>("w", {1, 2, 1, 1}, ::onnx::TensorProto::UINT8, {1, 2});
+  wz.init_raw<uint8_t>("xz", {}, ::onnx::TensorProto::UINT8, {1});
+  wz.init_raw<uint8_t>("wz", {2}, ::onnx::TensorProto::UINT8, {1, 2});
+  CHECK(message_of<ShapeError>([&] { wz.load().run({zeros({1, 2, 3, 3}, kUInt8)}); }) ==
+        "ONNX op 'ConvInteger' (node 'n', opset 10): w's zero point must hold one value or one per output channel, "
+        "got shape [2]");
+  // QLinearMatMul's scales: a's per row, b's per column, y's one value.
+  for (int bad = 0; bad < 3; ++bad) {
+    OneNode q("QLinearMatMul", 10);
+    q.output_type(::onnx::TensorProto::UINT8);
+    q.input("x", {2, 3}, ::onnx::TensorProto::UINT8);
+    q.init("as", {bad == 0 ? 3 : 2}, std::vector<float>(size_t(bad == 0 ? 3 : 2), 0.5f));
+    q.init_raw<uint8_t>("az", {}, ::onnx::TensorProto::UINT8, {0});
+    q.init_raw<uint8_t>("b", {3, 4}, ::onnx::TensorProto::UINT8, std::vector<uint8_t>(12, 1));
+    q.init("bs", {bad == 1 ? 3 : 4}, std::vector<float>(size_t(bad == 1 ? 3 : 4), 0.5f));
+    q.init_raw<uint8_t>("bz", {}, ::onnx::TensorProto::UINT8, {0});
+    q.init("ys", {bad == 2 ? 2 : 1}, std::vector<float>(size_t(bad == 2 ? 2 : 1), 0.5f));
+    q.init_raw<uint8_t>("yz", {}, ::onnx::TensorProto::UINT8, {0});
+    const std::string want = bad == 0   ? "a_scale must hold one value or one per row of a, got shape [3]"
+                             : bad == 1 ? "b_scale must hold one value or one per column of b, got shape [3]"
+                                        : "y_scale must hold one value, got shape [2]";
+    CHECK(message_of<ShapeError>([&] { q.load().run({zeros({2, 3}, kUInt8)}); }) ==
+          "ONNX op 'QLinearMatMul' (node 'n', opset 10): " + want);
+  }
 }
