@@ -194,7 +194,6 @@ OpFn build_slice(const NodeContext& ctx) {
   bool attrs = ctx.opset < 10;
   std::vector<int64_t> a_starts = ctx.get_ints("starts"), a_ends = ctx.get_ints("ends"), a_axes = ctx.get_ints("axes");
   std::string where = ctx.where();
-  std::string unsupported = where + ": Slice with a negative step is not supported";
   return [=](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     std::vector<int64_t> starts = attrs ? a_starts : int_values(in[1]);
@@ -214,7 +213,19 @@ OpFn build_slice(const NodeContext& ctx) {
       seen[static_cast<size_t>(ax)] = true;
       int64_t dim = x.size(ax), step = steps[i];
       if (step == 0) throw ShapeError(where + ": a step of 0");
-      if (step < 0) throw NotImplementedError(unsupported);
+      if (step < 0) {
+        // Backwards: start in [0, dim - 1], end in [-1, dim - 1] (the end excluded),
+        // taken by index since a view cannot walk a dim backwards.
+        if (dim == 0) continue;  // nothing to take
+        const int64_t s = std::clamp<int64_t>(starts[i] < 0 ? starts[i] + dim : starts[i], 0, dim - 1);
+        const int64_t e = std::clamp<int64_t>(ends[i] < 0 ? ends[i] + dim : ends[i], -1, dim - 1);
+        const uint64_t stride = uint64_t(0) - static_cast<uint64_t>(step);  // |step|, also for INT64_MIN
+        const uint64_t count = s > e ? static_cast<uint64_t>(s - e - 1) / stride + 1 : 0;
+        std::vector<int64_t> idx(static_cast<size_t>(count));
+        for (size_t k = 0; k < idx.size(); ++k) idx[k] = s - static_cast<int64_t>(k * stride);
+        y = index_select(y, ax, tensor(idx, {static_cast<int64_t>(idx.size())}).to(y.device()));
+        continue;
+      }
       int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
       int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
       s = std::clamp<int64_t>(s, 0, dim);

@@ -1622,3 +1622,45 @@ TEST_CASE("onnx: the quantized ops' refusals, exactly as documented", "[onnx][qu
           "ONNX op 'QLinearMatMul' (node 'n', opset 10): " + want);
   }
 }
+
+// Slice with negative steps, by ONNX's clamping rules (start in [0, dim - 1], end in
+// [-1, dim - 1]) worked out by hand.
+TEST_CASE("onnx: Slice walks backwards with negative steps", "[onnx]") {
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  struct Case {
+    int64_t start, end, step;
+    std::vector<float> want;
+  };
+  const std::vector<Case> cases = {
+      {-1, -big, -1, {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
+      {8, 1, -3, {8, 5, 2}},
+      {20, -20, -2, {9, 7, 5, 3, 1}},
+      {5, 0, small, {5}},
+      {2, 5, -1, {}},
+      {big, small, -4, {9, 5, 1}},
+  };
+  std::vector<float> xv;
+  for (int i = 0; i < 10; ++i) xv.push_back(float(i));
+  for (const Case& c : cases) {
+    INFO("start " << c.start << " end " << c.end << " step " << c.step);
+    OneNode s("Slice");
+    s.input("x", {10});
+    s.init_raw<int64_t>("starts", {1}, ::onnx::TensorProto::INT64, {c.start});
+    s.init_raw<int64_t>("ends", {1}, ::onnx::TensorProto::INT64, {c.end});
+    s.init_raw<int64_t>("axes", {1}, ::onnx::TensorProto::INT64, {0});
+    s.init_raw<int64_t>("steps", {1}, ::onnx::TensorProto::INT64, {c.step});
+    const Tensor y = s.load().run({tensor(xv, {10})})[0];
+    CHECK(y.shape() == Shape{int64_t(c.want.size())});
+    CHECK(y.contiguous().to_vector<float>() == c.want);
+  }
+  // Two axes, one backwards; and an empty axis.
+  OneNode two("Slice");
+  two.open_input("x", 2);
+  two.init_raw<int64_t>("starts", {2}, ::onnx::TensorProto::INT64, {0, -1});
+  two.init_raw<int64_t>("ends", {2}, ::onnx::TensorProto::INT64, {2, -big});
+  two.init_raw<int64_t>("axes", {2}, ::onnx::TensorProto::INT64, {0, 1});
+  two.init_raw<int64_t>("steps", {2}, ::onnx::TensorProto::INT64, {1, -2});
+  const ember::onnx::Model m = two.load();
+  CHECK(m.run({tensor(xv, {2, 5})})[0].contiguous().to_vector<float>() == std::vector<float>{4, 2, 0, 9, 7, 5});
+  CHECK(m.run({zeros({2, 0})})[0].shape() == Shape{2, 0});
+}
