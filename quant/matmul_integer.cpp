@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "kernels/base/parallel.h"
 #include "kernels/cpu/gemm_int8.h"
 #include "tensor/checks.h"
 #include "tensor/ops.h"
@@ -77,6 +78,11 @@ Tensor shaped_zero(const std::string& site, const char* name, const Tensor& zero
 std::vector<int32_t> zero_values(const Tensor& z, const Shape& target, int64_t count, int32_t shift) {
   std::vector<int32_t> v(size_t(count), shift);
   if (!z.defined()) return v;
+  if (z.numel() == 1) {  // the common case, without a round of tensor ops
+    const int32_t one = z.to(kCPU).to(kInt32).item<int32_t>();
+    for (auto& e : v) e += one;
+    return v;
+  }
   std::vector<int32_t> given = z.to(kCPU, kInt32).expand(target).contiguous().reshape({count}).to_vector<int32_t>();
   for (int64_t i = 0; i < count; ++i) v[size_t(i)] += given[size_t(i)];
   return v;
@@ -128,25 +134,39 @@ Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, co
   } else {
     int64_t batches = 1;
     for (int64_t s : batch) batches *= s;
-    out = zeros({batches, M, N}, kInt32);
+    // The kernel writes every sum; with K = 0 they are all 0.
+    out = K > 0 ? empty({batches, M, N}, kInt32) : zeros({batches, M, N}, kInt32);
     if (M > 0 && N > 0 && K > 0 && batches > 0) {
-      // a' rows padded to the kernel's groups of 4 bytes, with their sums.
+      const std::vector<int32_t> zav = zero_values(za, rows_shape, batches * M, a.dtype() == kInt8 ? 128 : 0);
+      const std::vector<int32_t> zbv = zero_values(zb, cols_shape, batches * N, b.dtype() == kUInt8 ? -128 : 0);
+      bool zb_zero = true;  // then a's row sums are not needed
+      for (int32_t z : zbv) zb_zero = zb_zero && z == 0;
+      // a' as rows padded to the kernel's groups of 4 bytes. A contiguous uint8 a
+      // with K a multiple of 4 is that already; otherwise it is copied (and for
+      // int8, flipped). Row sums only when some b zero point is not 0.
       const int64_t kp = cpu::int8_padded_k(K);
       Shape a_full = batch;
       a_full.insert(a_full.end(), {M, K});
       const Tensor ac = A.expand(a_full).contiguous();
       const auto* asrc = static_cast<const uint8_t*>(ac.data_ptr());
-      Tensor abuf = zeros({batches * M, kp}, kUInt8);
-      uint8_t* ap = abuf.data_ptr<uint8_t>();
-      std::vector<int32_t> row_sums(size_t(batches * M));
+      Tensor abuf;
+      const uint8_t* ap = asrc;
       const uint8_t a_flip = a.dtype() == kInt8 ? 0x80 : 0;
-      for (int64_t r = 0; r < batches * M; ++r) {
-        int32_t s = 0;
-        for (int64_t q = 0; q < K; ++q) s += ap[r * kp + q] = uint8_t(asrc[r * K + q] ^ a_flip);
-        row_sums[size_t(r)] = s;
+      if (a_flip || kp != K) {
+        abuf = zeros({batches * M, kp}, kUInt8);
+        uint8_t* dst = abuf.data_ptr<uint8_t>();
+        parallel_rows(batches * M, batches * M * K >= kParallelGrain, [&](int64_t r) {
+          for (int64_t q = 0; q < K; ++q) dst[r * kp + q] = uint8_t(asrc[r * K + q] ^ a_flip);
+        });
+        ap = dst;
       }
-      const std::vector<int32_t> zav = zero_values(za, rows_shape, batches * M, a.dtype() == kInt8 ? 128 : 0);
-      const std::vector<int32_t> zbv = zero_values(zb, cols_shape, batches * N, b.dtype() == kUInt8 ? -128 : 0);
+      std::vector<int32_t> row_sums(zb_zero ? 0 : size_t(batches * M));
+      if (!zb_zero)
+        parallel_rows(batches * M, batches * M * K >= kParallelGrain, [&](int64_t r) {
+          int32_t s = 0;
+          for (int64_t q = 0; q < K; ++q) s += ap[r * kp + q];
+          row_sums[size_t(r)] = s;
+        });
       // b' packed once when it has no batch dims, else per batch.
       std::vector<PackedIntegerB> own;
       if (!packed && B.dim() == 2) own.push_back(pack_host(B.contiguous()));
@@ -166,14 +186,16 @@ Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, co
         int32_t* ot = o + t * M * N;
         cpu::gemm_int8_s32(M, N, K, ap + t * M * kp, kp, pb.packed.data_ptr<int8_t>(), ot, N);
         const int32_t* cs = pb.col_sums.data_ptr<int32_t>();
-        for (int64_t i = 0; i < M; ++i) {
-          const uint32_t zi = uint32_t(zav[size_t(t * M + i)]), ri = uint32_t(row_sums[size_t(t * M + i)]);
+        const int32_t* zbt = zbv.data() + t * N;
+        parallel_rows(M, M * N >= kParallelGrain, [&](int64_t i) {
+          const uint32_t zi = uint32_t(zav[size_t(t * M + i)]);
+          const uint32_t ri = zb_zero ? 0 : uint32_t(row_sums[size_t(t * M + i)]);
+          int32_t* row = ot + i * N;
           for (int64_t j = 0; j < N; ++j) {
-            const uint32_t zj = uint32_t(zbv[size_t(t * N + j)]);
-            const uint32_t v = uint32_t(ot[i * N + j]) - zj * ri - zi * uint32_t(cs[j]) + uint32_t(K) * zi * zj;
-            ot[i * N + j] = int32_t(v);
+            const uint32_t zj = uint32_t(zbt[j]);
+            row[j] = int32_t(uint32_t(row[j]) - zj * ri - zi * uint32_t(cs[j]) + uint32_t(K) * zi * zj);
           }
-        }
+        });
       }
     }
     out = out.reshape(out_shape);

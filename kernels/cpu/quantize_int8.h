@@ -26,6 +26,11 @@ void quantize(const float* x, int64_t rows, int64_t cols, int64_t x_rs, float in
               int32_t qmin, int32_t qmax, DType out_dt, void* out, int64_t out_rs, int64_t padded_cols = 0,
               int32_t pad = 0);
 
+// out[0, n) = clamp(round_half_even(x[i] / scale) + zero_point, qmin, qmax): ONNX's
+// QuantizeLinear, dividing as it says. One thread; the caller splits the work.
+void quantize_divide(const float* x, int64_t n, float scale, int32_t zero_point, int32_t qmin, int32_t qmax,
+                     DType out_dt, void* out);
+
 // out[i] = scale * (q[i] - zero_point) for n contiguous codes of dtype q_dt (Int8 or UInt8).
 void dequantize(const void* q, DType q_dt, int64_t n, float scale, int32_t zero_point, float* out);
 

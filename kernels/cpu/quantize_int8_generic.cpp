@@ -9,7 +9,7 @@
 
 namespace ember::cpu::quantize_detail {
 namespace {
-constexpr QuantizeKernels kSet{"generic", quantize_row_u8, quantize_row_s8, min_max_serial};
+constexpr QuantizeKernels kSet{"generic", quantize_row_u8, quantize_row_s8, min_max_serial, divide_row_u8, divide_row_s8};
 }  // namespace
 
 const QuantizeKernels* quantize_kernels_generic() { return &kSet; }

@@ -30,6 +30,31 @@ __attribute__((always_inline)) inline void quantize_row(const float* x, int64_t 
   }
 }
 
+// The same with ONNX's x / scale (QuantizeLinear), which a multiply by 1 / scale
+// can move across a rounding tie.
+template <class Q>
+__attribute__((always_inline)) inline void divide_row(const float* x, int64_t cols, float scale, int32_t zp,
+                                                      int32_t qmin, int32_t qmax, Q* o) {
+  const float lo = float(qmin - zp) - 1.0f, hi = float(qmax - zp) + 1.0f;
+  for (int64_t j = 0; j < cols; ++j) {
+    float v = x[j] / scale;
+    v = v >= lo ? v : lo;
+    v = v <= hi ? v : hi;
+    int32_t q = int32_t(round_half_even(v)) + zp;
+    q = q < qmin ? qmin : q;
+    q = q > qmax ? qmax : q;
+    o[j] = Q(q);
+  }
+}
+
+void divide_row_u8(const float* x, int64_t cols, float scale, int32_t zp, int32_t qmin, int32_t qmax, uint8_t* o) {
+  divide_row(x, cols, scale, zp, qmin, qmax, o);
+}
+
+void divide_row_s8(const float* x, int64_t cols, float scale, int32_t zp, int32_t qmin, int32_t qmax, int8_t* o) {
+  divide_row(x, cols, scale, zp, qmin, qmax, o);
+}
+
 void quantize_row_u8(const float* x, int64_t cols, float inv_scale, int32_t zp, int32_t qmin,
                                   int32_t qmax, uint8_t* o) {
   quantize_row(x, cols, inv_scale, zp, qmin, qmax, o);

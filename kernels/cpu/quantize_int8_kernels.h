@@ -19,6 +19,9 @@ struct QuantizeKernels {
   QuantizeRow<uint8_t> row_u8;
   QuantizeRow<int8_t> row_s8;
   MinMax (*min_max)(const float* x, int64_t n);  // one thread, n >= 1
+  // o[0, cols) = clamp(round_half_even(x / scale) + zp, qmin, qmax) (ONNX's division).
+  QuantizeRow<uint8_t> divide_row_u8;
+  QuantizeRow<int8_t> divide_row_s8;
 };
 
 // nullptr when this build cannot emit that instruction set.

@@ -1,6 +1,7 @@
 // QuantizeLinear and requantization (see quantize_linear.h). Each run of elements
-// that share a parameter is one tight loop with the parameter in registers, which
-// the compiler vectorizes on the baseline instruction set: the rounding is the
+// that share a parameter is one tight loop with the parameter in registers
+// (QuantizeLinear's is quantize_int8's division loop, compiled per instruction
+// set; requantization's is vectorized here on the baseline set): the rounding is the
 // add-and-subtract of 1.5 * 2^23 (ties to even in the default rounding mode, exact
 // once the value is clamped to the small code range), not a libm call per element.
 #include "kernels/cpu/quantize_linear.h"
@@ -9,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/quantize_int8.h"
 
 namespace ember::cpu {
 
@@ -53,9 +55,12 @@ void for_each_run(int64_t n, ParamLayout params, Run run) {
 template <class Q>
 void quantize_typed(const float* __restrict x, int64_t n, const float* scale, const int32_t* zero_point,
                     ParamLayout params, Q* out) {
+  constexpr int32_t qmin = std::is_signed_v<Q> ? -128 : 0, qmax = std::is_signed_v<Q> ? 127 : 255;
+  constexpr DType dt = std::is_signed_v<Q> ? DType::Int8 : DType::UInt8;
+  // The division is the cost: the run goes to quantize_int8's loop for this CPU's
+  // vector width (AVX-512 where it has it).
   for_each_run(n, params, [&](int64_t begin, int64_t end, int64_t p) {
-    const float s = scale[p];
-    code_run(begin, end, zero_point[p], out, [=](int64_t i) { return x[i] / s; });
+    quantize_divide(x + begin, end - begin, scale[p], zero_point[p], qmin, qmax, dt, out + begin);
   });
 }
 

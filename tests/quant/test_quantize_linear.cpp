@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
 #include "quant/quantize_linear.h"
 #include "support/message_of.h"
 #include "tensor/ops.h"
@@ -21,6 +22,10 @@ std::vector<int64_t> codes(const Tensor& t) { return t.to(kCPU, kInt64).contiguo
 }  // namespace
 
 TEST_CASE("quantize_linear: halves go to even, ends saturate, NaN takes the low end", "[quant][onnx_quant]") {
+  // On every instruction set's loop this CPU runs.
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+  if (!cpu::set_isa(isa)) continue;
+  INFO(isa);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor x = tensor(std::vector<float>{1.25f, 1.75f, -0.25f, 200, -10, nan, 0.75f, 2.25f}, {8});
   const Tensor q = quant::quantize_linear(x, full({}, 0.5f, kFloat32), full({}, 10, kUInt8), 1, kUInt8);
@@ -32,6 +37,18 @@ TEST_CASE("quantize_linear: halves go to even, ends saturate, NaN takes the low 
   // No zero point: 0.
   CHECK(codes(quant::quantize_linear(tensor(std::vector<float>{3, -3}, {2}), full({}, 2.0f, kFloat32), Tensor(), 0,
                                      kInt8)) == std::vector<int64_t>{2, -2});
+  // Long enough for the vector loops: 1000 values, a tie every fourth.
+  std::vector<float> many;
+  std::vector<int64_t> want;
+  for (int i = 0; i < 1000; ++i) {
+    const float v = float(i % 40 - 20) * 0.25f;  // / 0.5: halves at odd multiples of 0.25
+    many.push_back(v);
+    want.push_back(std::min<int64_t>(127, std::max<int64_t>(-128, int64_t(std::nearbyint(double(v) / 0.5)) + 3)));
+  }
+  CHECK(codes(quant::quantize_linear(tensor(many, {1000}), full({}, 0.5f, kFloat32), full({}, 3, kInt8), 0,
+                                     kInt8)) == want);
+  }
+  cpu::set_isa("auto");
 }
 
 TEST_CASE("quantize_linear: per-axis scales and zero points against the definition", "[quant][onnx_quant]") {
