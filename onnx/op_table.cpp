@@ -21,6 +21,9 @@ const std::vector<OpRow>& table() {
     add_einsum_ops(r);
     add_recurrent_ops(r);
     add_quantized_ops(r);
+    add_host_math_ops(r);
+    add_normalization_ops(r);
+    add_select_ops(r);
     std::sort(r.begin(), r.end(), [](const OpRow& a, const OpRow& b) { return std::string(a.op_type) < b.op_type; });
     return r;
   }();

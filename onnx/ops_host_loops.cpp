@@ -1,6 +1,7 @@
 // ONNX ops that Ember has no tensor op for, computed by a plain loop on the host:
 // CumSum (a running sum along one axis), Mod (the remainder, with either sign
-// convention), Floor, Ceil and Round, ReduceProd and TopK. A model on another
+// convention), Floor, Ceil and Round, Tan and the inverse and hyperbolic trig
+// functions, ReduceProd and TopK. A model on another
 // device has its input copied to the host and the result copied back. They are
 // exact: CumSum sums floating values in float64 and integers in int64 (wrapping
 // like the ONNX reference when cast back to int32), Mod uses std::fmod (exact in
@@ -121,10 +122,13 @@ OpFn build_mod(const NodeContext& ctx) {
   };
 }
 
-// Floor, Ceil and Round (half to even, as ONNX says) of floating values; the
-// results are whole numbers, so computing them in float64 and rounding back is exact.
+// A function of each floating value computed in float64 and rounded back once.
+// Floor, Ceil and Round (half to even, as ONNX says): the results are whole
+// numbers, so this is exact. Tan, the inverse and the hyperbolic trig functions:
+// the C library's float64 functions, so float32 results are correctly rounded
+// almost always (within 1 ulp), which Ember's own tensor ops have no kernels for.
 template <double (*F)(double)>
-OpFn build_rounding(const NodeContext& ctx) {
+OpFn build_float64_map(const NodeContext& ctx) {
   const std::string site = ctx.where();
   return [site](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
@@ -140,6 +144,15 @@ OpFn build_rounding(const NodeContext& ctx) {
 double round_half_even(double v) { return std::nearbyint(v); }  // the default rounding mode: to nearest, ties to even
 double floor_of(double v) { return std::floor(v); }
 double ceil_of(double v) { return std::ceil(v); }
+double tan_of(double v) { return std::tan(v); }
+double asin_of(double v) { return std::asin(v); }
+double acos_of(double v) { return std::acos(v); }
+double atan_of(double v) { return std::atan(v); }
+double sinh_of(double v) { return std::sinh(v); }
+double cosh_of(double v) { return std::cosh(v); }
+double asinh_of(double v) { return std::asinh(v); }
+double acosh_of(double v) { return std::acosh(v); }
+double atanh_of(double v) { return std::atanh(v); }
 
 // x with the dims in `dims` moved last and flattened: [kept..., reduced].
 Tensor reduced_last(const Tensor& x, const Shape& dims, Shape& kept_shape, Shape& kept_dims) {
@@ -278,9 +291,13 @@ OpFn build_top_k(const NodeContext& ctx) {
 
 void add_host_loop_ops(std::vector<OpRow>& rows) {
   rows.insert(rows.end(), {{"CumSum", build_cumsum, 11}, {"Mod", build_mod, 10},
-                           {"Floor", build_rounding<floor_of>}, {"Ceil", build_rounding<ceil_of>},
-                           {"Round", build_rounding<round_half_even>, 11}, {"ReduceProd", build_reduce_prod},
-                           {"TopK", build_top_k}});
+                           {"Floor", build_float64_map<floor_of>}, {"Ceil", build_float64_map<ceil_of>},
+                           {"Round", build_float64_map<round_half_even>, 11}, {"ReduceProd", build_reduce_prod},
+                           {"TopK", build_top_k}, {"Tan", build_float64_map<tan_of>, 7},
+                           {"Asin", build_float64_map<asin_of>, 7}, {"Acos", build_float64_map<acos_of>, 7},
+                           {"Atan", build_float64_map<atan_of>, 7}, {"Sinh", build_float64_map<sinh_of>, 9},
+                           {"Cosh", build_float64_map<cosh_of>, 9}, {"Asinh", build_float64_map<asinh_of>, 9},
+                           {"Acosh", build_float64_map<acosh_of>, 9}, {"Atanh", build_float64_map<atanh_of>, 9}});
 }
 
 }  // namespace ember::onnx

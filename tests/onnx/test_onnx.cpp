@@ -380,10 +380,10 @@ TEST_CASE("onnx: hostile tensor files raise FormatError before allocating", "[on
 
 TEST_CASE("onnx: an op Ember does not run raises NotImplementedError naming it", "[onnx][errors]") {
   auto m = linear_relu_model();
-  m.mutable_graph()->mutable_node(2)->set_op_type("Det");
-  m.mutable_graph()->mutable_node(2)->set_name("det0");
+  m.mutable_graph()->mutable_node(2)->set_op_type("Unique");
+  m.mutable_graph()->mutable_node(2)->set_name("unique0");
   CHECK(message_of<NotImplementedError>([&] { ember::onnx::load_from_string(bytes_of(m)); }) ==
-        "ONNX op 'Det' (node 'det0', opset 13): the op is not supported");
+        "ONNX op 'Unique' (node 'unique0', opset 13): the op is not supported");
   m = linear_relu_model();
   auto* a = m.mutable_graph()->mutable_node(2);
   a->set_op_type("MaxPool");
@@ -1663,4 +1663,151 @@ TEST_CASE("onnx: Slice walks backwards with negative steps", "[onnx]") {
   const ember::onnx::Model m = two.load();
   CHECK(m.run({tensor(xv, {2, 5})})[0].contiguous().to_vector<float>() == std::vector<float>{4, 2, 0, 9, 7, 5});
   CHECK(m.run({zeros({2, 0})})[0].shape() == Shape{2, 0});
+}
+
+// The small ops computed on the host or composed (LRN, MeanVarianceNormalization,
+// NonZero, Compress, ReverseSequence, MaxUnpool, Det, the windows, BitShift, the
+// trig functions): cases the conformance data does not reach, against loops over
+// the definitions and hand-worked values, and their refusals.
+TEST_CASE("onnx: LRN and MeanVarianceNormalization against loops over their definitions", "[onnx]") {
+  const int64_t n = 2, c = 5, h = 3;
+  std::vector<float> xv;
+  for (int64_t i = 0; i < n * c * h; ++i) xv.push_back(float(std::sin(0.7 * double(i)) * 2));
+  const Tensor x = tensor(xv, {n, c, h});
+  for (int64_t size : {1, 2, 4, 11}) {  // even sizes reach one channel further up; 11 is wider than C
+    INFO("size " << size);
+    OneNode lrn("LRN");
+    lrn.input("x", {n, c, h});
+    lrn.int_attr("size", size);
+    auto* a = lrn.node->add_attribute();
+    a->set_name("alpha");
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(0.3f);
+    const std::vector<float> got = lrn.load().run({x})[0].to_vector<float>();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t p = 0; p < h; ++p) {
+          double sq = 0;
+          for (int64_t k = ch - (size - 1) / 2; k <= ch + size / 2; ++k)
+            if (k >= 0 && k < c) sq += double(xv[size_t((b * c + k) * h + p)]) * xv[size_t((b * c + k) * h + p)];
+          const double want = xv[size_t((b * c + ch) * h + p)] / std::pow(1.0 + double(0.3f) / double(size) * sq, 0.75);
+          CHECK(got[size_t((b * c + ch) * h + p)] == Approx(want).epsilon(1e-5));
+        }
+  }
+  OneNode mvn("MeanVarianceNormalization", 13);
+  mvn.input("x", {n, c, h});
+  mvn.ints("axes", {1});
+  const std::vector<float> got = mvn.load().run({x})[0].to_vector<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < h; ++p) {
+      double mean = 0, var = 0;
+      for (int64_t ch = 0; ch < c; ++ch) mean += xv[size_t((b * c + ch) * h + p)] / double(c);
+      for (int64_t ch = 0; ch < c; ++ch) var += std::pow(xv[size_t((b * c + ch) * h + p)] - mean, 2) / double(c);
+      for (int64_t ch = 0; ch < c; ++ch)
+        CHECK(got[size_t((b * c + ch) * h + p)] ==
+              Approx((xv[size_t((b * c + ch) * h + p)] - mean) / (std::sqrt(var) + 1e-9)).epsilon(1e-5));
+    }
+}
+
+TEST_CASE("onnx: NonZero, Compress, ReverseSequence and MaxUnpool place elements as the spec says", "[onnx]") {
+  OneNode nz("NonZero");
+  nz.open_input("x", 2);
+  nz.output_type(::onnx::TensorProto::INT64);
+  const ember::onnx::Model nzm = nz.load();
+  const Tensor coords = nzm.run({tensor(std::vector<float>{0, 3, 0, -1, 0, 2}, {2, 3})})[0];
+  CHECK(coords.shape() == Shape{2, 3});
+  CHECK(coords.to_vector<int64_t>() == std::vector<int64_t>{0, 1, 1, 1, 0, 2});
+  CHECK(nzm.run({zeros({0, 4})})[0].shape() == Shape{2, 0});
+
+  OneNode cp("Compress", 11);
+  cp.open_input("x", 2);
+  cp.open_input("c", 1, ::onnx::TensorProto::BOOL);
+  cp.node->add_input("c");
+  const ember::onnx::Model cpm = cp.load();  // no axis: the flattened input
+  const Tensor x6 = tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK(cpm.run({x6, tensor(std::vector<bool>{false, true, true}, {3})})[0].to_vector<float>() ==
+        std::vector<float>{2, 3});
+  CHECK(message_of<ShapeError>([&] { cpm.run({x6, tensor(std::vector<bool>(7, true), {7})}); }) ==
+        "ONNX op 'Compress' (node 'n', opset 11): the condition has 7 values for an axis of 6");
+
+  OneNode rs("ReverseSequence", 10);
+  rs.open_input("x", 2);
+  rs.open_input("lens", 1, ::onnx::TensorProto::INT64);
+  rs.node->add_input("lens");
+  rs.int_attr("batch_axis", 0);
+  rs.int_attr("time_axis", 1);
+  const ember::onnx::Model rsm = rs.load();
+  // Batch rows of 3 steps, reversed over their first 0, 3 and 2 steps.
+  const Tensor seq = tensor(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3});
+  CHECK(rsm.run({seq, tensor(std::vector<int64_t>{0, 3, 2}, {3})})[0].to_vector<float>() ==
+        std::vector<float>{1, 2, 3, 6, 5, 4, 8, 7, 9});
+  CHECK(message_of<ValueError>([&] { rsm.run({seq, tensor(std::vector<int64_t>{0, 4, 2}, {3})}); }) ==
+        "ONNX op 'ReverseSequence' (node 'n', opset 10): sequence length 4 is outside [0, 3]");
+
+  OneNode up("MaxUnpool", 11);
+  up.input("x", {1, 1, 1, 2});
+  up.input("i", {1, 1, 1, 2}, ::onnx::TensorProto::INT64);
+  up.node->add_input("i");
+  up.ints("kernel_shape", {2, 2});
+  up.ints("strides", {2, 2});
+  const ember::onnx::Model upm = up.load();  // unpooled [1, 1, 2, 4]
+  CHECK(upm.run({tensor(std::vector<float>{7, 9}, {1, 1, 1, 2}), tensor(std::vector<int64_t>{4, 3}, {1, 1, 1, 2})})[0]
+            .to_vector<float>() == std::vector<float>{0, 0, 0, 9, 7, 0, 0, 0});
+  CHECK(message_of<IndexError>([&] {
+          upm.run({tensor(std::vector<float>{7, 9}, {1, 1, 1, 2}), tensor(std::vector<int64_t>{8, 3}, {1, 1, 1, 2})});
+        }) == "ONNX op 'MaxUnpool' (node 'n', opset 11): index 8 is outside an unpooled tensor of 8 elements");
+}
+
+TEST_CASE("onnx: Det, the window functions, BitShift and the trig functions", "[onnx]") {
+  OneNode det("Det");
+  det.open_input("x", 3);
+  const ember::onnx::Model dm = det.load();
+  // [[2, 1], [4, 3]] -> 2; a singular matrix -> 0; rows swapped by the pivot -> sign kept.
+  const Tensor mats = tensor(std::vector<float>{2, 1, 4, 3, 1, 2, 2, 4, 0, 1, 1, 0}, {3, 2, 2});
+  CHECK(dm.run({mats})[0].to_vector<float>() == std::vector<float>{2, 0, -1});
+  CHECK(message_of<ShapeError>([&] { dm.run({zeros({1, 2, 3})}); }) ==
+        "ONNX op 'Det' (node 'n', opset 13): the input must be square matrices [..., M, M], got [1, 2, 3]");
+
+  for (int periodic : {0, 1}) {
+    OneNode hann("HannWindow", 17);
+    hann.input("x", {}, ::onnx::TensorProto::INT64);
+    hann.int_attr("periodic", periodic);
+    const ember::onnx::Model hm = hann.load();
+    const std::vector<float> w = hm.run({full({}, 4, kInt64)})[0].to_vector<float>();
+    // sin^2(pi k / N'), N' = 4 (periodic) or 3.
+    for (int k = 0; k < 4; ++k)
+      CHECK(w[size_t(k)] == Approx(std::pow(std::sin(M_PI * k / (periodic ? 4.0 : 3.0)), 2)).margin(1e-7));
+    CHECK(hm.run({full({}, 1, kInt64)})[0].to_vector<float>() == std::vector<float>{1});
+    CHECK(hm.run({full({}, 0, kInt64)})[0].numel() == 0);
+  }
+
+  OneNode shift("BitShift", 11);
+  shift.output_type(::onnx::TensorProto::UINT8);
+  shift.open_input("x", 1, ::onnx::TensorProto::UINT8);
+  shift.open_input("s", 1, ::onnx::TensorProto::UINT8);
+  shift.node->add_input("s");
+  auto* dir = shift.node->add_attribute();
+  dir->set_name("direction");
+  dir->set_type(::onnx::AttributeProto::STRING);
+  dir->set_s("LEFT");
+  const Tensor bits = shift.load()
+                          .run({tensor(std::vector<int32_t>{1, 3, 255, 200}, {4}).to(kUInt8),
+                                tensor(std::vector<int32_t>{7, 1, 8, 200}, {4}).to(kUInt8)})[0];
+  CHECK(bits.to(kInt64).to_vector<int64_t>() == std::vector<int64_t>{128, 6, 0, 0});
+  dir->set_s("UP");
+  CHECK(message_of<FormatError>([&] { shift.load(); }) ==
+        "ONNX op 'BitShift' (node 'n', opset 11): direction must be LEFT or RIGHT, got 'UP'");
+
+  // The trig functions in float64, rounded once: asin(0.5) = pi / 6, atanh(0.5) = ln(3) / 2.
+  for (auto [op, arg, want] : std::vector<std::tuple<const char*, float, double>>{
+           {"Asin", 0.5f, M_PI / 6}, {"Acos", 0.5f, M_PI / 3}, {"Atan", 1.0f, M_PI / 4}, {"Tan", 0.25f, std::tan(0.25)},
+           {"Sinh", 1.0f, (M_E - 1 / M_E) / 2}, {"Cosh", 1.0f, (M_E + 1 / M_E) / 2},
+           {"Asinh", 1.0f, std::log(1 + std::sqrt(2.0))}, {"Acosh", 2.0f, std::log(2 + std::sqrt(3.0))},
+           {"Atanh", 0.5f, std::log(3.0) / 2}}) {
+    INFO(op);
+    OneNode t(op);
+    t.input("x", {1});
+    CHECK(t.load().run({tensor(std::vector<float>{arg}, {1})})[0].to_vector<float>() ==
+          std::vector<float>{float(want)});
+  }
 }

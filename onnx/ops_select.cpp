@@ -1,0 +1,168 @@
+// ONNX ops that pick or place elements at positions worked out on the host:
+// NonZero and Compress (whose output sizes depend on the data), ReverseSequence
+// (each batch entry's first lens[b] steps reversed) and MaxUnpool (pooled values
+// written back at MaxPool's indices). The positions are small host vectors; the
+// data moves with index_select and stack on the model's device, except
+// MaxUnpool's scatter, which writes a host copy.
+#include "onnx/op_families.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/base/error.h"
+#include "tensor/checks.h"
+#include "tensor/ops.h"
+
+namespace ember::onnx {
+
+namespace {
+
+Tensor index_tensor(const std::vector<int64_t>& idx, Device device) {
+  return tensor(idx, {int64_t(idx.size())}).to(device);
+}
+
+// NonZero: the coordinates of the nonzero elements, [rank, count], in row-major
+// order (a 0-dim input counts as one element of a 1-D one, as numpy does).
+OpFn build_non_zero(const NodeContext&) {
+  return [](const std::vector<Tensor>& in) {
+    const Tensor x = in[0].dim() == 0 ? in[0].reshape({1}) : in[0];
+    const Tensor mask = (x.dtype() == kBool ? x : ne(x, 0)).to(kCPU).contiguous();
+    const bool* m = mask.data_ptr<bool>();
+    const int64_t rank = x.dim(), n = mask.numel();
+    std::vector<int64_t> hits;
+    for (int64_t i = 0; i < n; ++i)
+      if (m[i]) hits.push_back(i);
+    Tensor out = empty({rank, int64_t(hits.size())}, kInt64);
+    int64_t* o = out.data_ptr<int64_t>();
+    for (size_t h = 0; h < hits.size(); ++h) {
+      int64_t rest = hits[h];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        o[d * int64_t(hits.size()) + int64_t(h)] = rest % x.size(d);
+        rest /= x.size(d);
+      }
+    }
+    return std::vector<Tensor>{out.to(x.device())};
+  };
+}
+
+// Compress: the slices along `axis` (or the elements of the flattened input)
+// whose condition is true; a condition shorter than the axis leaves the rest out.
+OpFn build_compress(const NodeContext& ctx) {
+  const bool has_axis = ctx.has("axis");
+  const int64_t axis = ctx.get_int("axis", 0);
+  const std::string site = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor x = has_axis ? in[0] : in[0].reshape({in[0].numel()});
+    const int64_t a = has_axis ? normalize_axis(site, axis, x.dim()) : 0;
+    const Tensor& c = in[1];
+    if (c.dim() != 1) throw ShapeError(site + ": the condition must be 1-D, got shape " + shape_str(c.shape()));
+    if (c.size(0) > x.size(a))
+      throw ShapeError(site + ": the condition has " + std::to_string(c.size(0)) + " values for an axis of " +
+                       std::to_string(x.size(a)));
+    const Tensor keep = (c.dtype() == kBool ? c : ne(c, 0)).to(kCPU).contiguous();
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < keep.numel(); ++i)
+      if (keep.data_ptr<bool>()[i]) idx.push_back(i);
+    return std::vector<Tensor>{index_select(x, a, index_tensor(idx, x.device()))};
+  };
+}
+
+OpFn build_reverse_sequence(const NodeContext& ctx) {
+  const int64_t batch_axis = ctx.get_int("batch_axis", 1), time_axis = ctx.get_int("time_axis", 0);
+  if ((batch_axis != 0 && batch_axis != 1) || (time_axis != 0 && time_axis != 1) || batch_axis == time_axis)
+    ctx.invalid("batch_axis and time_axis must be 0 and 1, one each");
+  const std::string site = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    if (x.dim() < 2) throw ShapeError(site + ": the input must have at least 2 dims, got " + shape_str(x.shape()));
+    const int64_t batches = x.size(batch_axis), steps = x.size(time_axis);
+    const std::vector<int64_t> lens = int_values(in[1]);
+    if (int64_t(lens.size()) != batches)
+      throw ShapeError(site + ": sequence_lens has " + std::to_string(lens.size()) + " values for a batch of " +
+                       std::to_string(batches));
+    if (batches == 0) return std::vector<Tensor>{x};
+    // Without the batch dim, the time axis is dim 0.
+    std::vector<Tensor> parts;
+    for (int64_t b = 0; b < batches; ++b) {
+      const int64_t len = lens[size_t(b)];
+      if (len < 0 || len > steps)
+        throw ValueError(site + ": sequence length " + std::to_string(len) + " is outside [0, " +
+                         std::to_string(steps) + "]");
+      std::vector<int64_t> idx(static_cast<size_t>(steps));
+      for (int64_t t = 0; t < steps; ++t) idx[size_t(t)] = t < len ? len - 1 - t : t;
+      parts.push_back(index_select(x.select(batch_axis, b), 0, index_tensor(idx, x.device())));
+    }
+    return std::vector<Tensor>{stack(parts, batch_axis)};
+  };
+}
+
+// MaxUnpool: zeros of the unpooled shape with x's values at `indices`, which
+// count positions in the whole flattened unpooled tensor, as MaxPool's Indices
+// output does; a larger output_shape keeps each position's coordinates.
+OpFn build_max_unpool(const NodeContext& ctx) {
+  const Shape kernel = ctx.get_ints("kernel_shape"), strides = ctx.get_ints("strides"), pads = ctx.get_ints("pads");
+  if (kernel.empty()) ctx.invalid("attribute 'kernel_shape' is missing");
+  const size_t n = kernel.size();
+  if ((!strides.empty() && strides.size() != n) || (!pads.empty() && pads.size() != 2 * n))
+    ctx.invalid("strides and pads do not match a " + std::to_string(n) + "-D kernel");
+  const std::string site = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    if (size_t(x.dim()) != n + 2)
+      throw ShapeError(site + ": expected a " + std::to_string(n + 2) + "-D input, got " + shape_str(x.shape()));
+    if (in[1].dtype() != kInt64) throw DTypeError(site + ": indices must be int64");
+    if (in[1].shape() != x.shape())
+      throw ShapeError(site + ": indices of shape " + shape_str(in[1].shape()) + " do not match the input's " +
+                       shape_str(x.shape()));
+    // The unpooled shape MaxPool's input had; the indices count positions in it.
+    Shape inferred{x.size(0), x.size(1)};
+    for (size_t i = 0; i < n; ++i) {
+      const char* op = site.c_str();
+      const int64_t s = strides.empty() ? 1 : strides[i];
+      const int64_t pad = pads.empty() ? 0 : size_add(pads[i], pads[i + n], op);
+      inferred.push_back(size_sub(size_add(size_mul(x.size(int64_t(i) + 2) - 1, s, op), kernel[i], op), pad, op));
+    }
+    for (int64_t s : inferred)
+      if (s < 0) throw ShapeError(site + ": the output shape " + shape_str(inferred) + " has a negative size");
+    // output_shape may ask for more: each position keeps its coordinates there.
+    Shape shape = inferred;
+    if (in.size() > 2 && in[2].defined()) {
+      shape = int_values(in[2]);
+      bool fits = shape.size() == n + 2;
+      for (size_t d = 0; fits && d < shape.size(); ++d) fits = d < 2 ? shape[d] == inferred[d] : shape[d] >= inferred[d];
+      if (!fits)
+        throw ShapeError(site + ": output_shape " + shape_str(shape) + " is smaller than the unpooled shape " +
+                         shape_str(inferred));
+    }
+    int64_t inferred_total = 1;
+    for (int64_t s : inferred) inferred_total *= s;
+    Tensor out = zeros(shape, x.dtype());
+    const Tensor src = x.to(kCPU).contiguous(), idx = in[1].to(kCPU).contiguous();
+    const size_t elem = src.element_size();
+    auto* dst = static_cast<char*>(out.data_ptr());
+    const auto* from = static_cast<const char*>(src.data_ptr());
+    const int64_t* where = idx.data_ptr<int64_t>();
+    for (int64_t i = 0; i < src.numel(); ++i) {
+      if (where[i] < 0 || where[i] >= inferred_total)
+        throw IndexError(site + ": index " + std::to_string(where[i]) + " is outside an unpooled tensor of " +
+                         std::to_string(inferred_total) + " elements");
+      int64_t rest = where[i], pos = 0, scale = 1;
+      for (size_t d = shape.size(); d-- > 0;) {
+        pos += rest % inferred[d] * scale;
+        rest /= inferred[d];
+        scale *= shape[d];
+      }
+      std::memcpy(dst + pos * int64_t(elem), from + i * int64_t(elem), elem);
+    }
+    return std::vector<Tensor>{out.to(x.device())};
+  };
+}
+
+}  // namespace
+
+void add_select_ops(std::vector<OpRow>& rows) {
+  rows.insert(rows.end(), {{"NonZero", build_non_zero, 9}, {"Compress", build_compress, 9},
+                           {"ReverseSequence", build_reverse_sequence, 10}, {"MaxUnpool", build_max_unpool, 9}});
+}
+
+}  // namespace ember::onnx
