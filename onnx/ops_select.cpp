@@ -1,11 +1,13 @@
 // ONNX ops that pick or place elements at positions worked out on the host:
-// NonZero and Compress (whose output sizes depend on the data), ReverseSequence
+// NonZero, Compress and NonMaxSuppression (whose output sizes depend on the
+// data), ReverseSequence
 // (each batch entry's first lens[b] steps reversed) and MaxUnpool (pooled values
 // written back at MaxPool's indices). The positions are small host vectors; the
 // data moves with index_select and stack on the model's device, except
 // MaxUnpool's scatter, which writes a host copy.
 #include "onnx/op_families.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -158,11 +160,82 @@ OpFn build_max_unpool(const NodeContext& ctx) {
   };
 }
 
+// One box's corners, whichever diagonal or centre form the model gives.
+struct Box {
+  double y0, x0, y1, x1;
+  double area() const { return (y1 - y0) * (x1 - x0); }
+};
+
+Box box_at(const double* b, bool center) {
+  if (center) return {b[1] - b[3] / 2, b[0] - b[2] / 2, b[1] + b[3] / 2, b[0] + b[2] / 2};
+  return {std::min(b[0], b[2]), std::min(b[1], b[3]), std::max(b[0], b[2]), std::max(b[1], b[3])};
+}
+
+// Intersection over union; boxes without area overlap nothing.
+double iou(const Box& a, const Box& b) {
+  const double h = std::min(a.y1, b.y1) - std::max(a.y0, b.y0), w = std::min(a.x1, b.x1) - std::max(a.x0, b.x0);
+  if (h <= 0 || w <= 0 || a.area() <= 0 || b.area() <= 0) return 0;
+  const double inter = h * w;
+  return inter / (a.area() + b.area() - inter);
+}
+
+// NonMaxSuppression: for each batch entry and class, boxes by falling score
+// (equal scores by index) whose score passes score_threshold, each kept unless
+// its IoU with a box kept before is above iou_threshold, at most
+// max_output_boxes_per_class of them; rows [batch, class, box] in that order.
+OpFn build_non_max_suppression(const NodeContext& ctx) {
+  const bool center = ctx.get_int("center_point_box", 0) != 0;
+  const std::string site = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor& boxes = in[0];
+    const Tensor& scores = in[1];
+    if (boxes.dim() != 3 || boxes.size(2) != 4)
+      throw ShapeError(site + ": boxes must be [batches, boxes, 4], got " + shape_str(boxes.shape()));
+    if (scores.dim() != 3 || scores.size(0) != boxes.size(0) || scores.size(2) != boxes.size(1))
+      throw ShapeError(site + ": scores of shape " + shape_str(scores.shape()) + " do not match boxes of shape " +
+                       shape_str(boxes.shape()));
+    auto scalar = [&](size_t i, double fallback) {
+      if (i >= in.size() || !in[i].defined() || in[i].numel() == 0) return fallback;
+      if (in[i].numel() != 1) throw ShapeError(site + ": input " + std::to_string(i) + " must hold one value");
+      return in[i].to(kCPU, kFloat64).reshape({}).item<double>();
+    };
+    const double limit = scalar(2, 0), iou_max = scalar(3, 0);
+    const bool has_score_min = in.size() > 4 && in[4].defined() && in[4].numel() > 0;
+    const double score_min = scalar(4, 0);
+    const int64_t batches = boxes.size(0), n = boxes.size(1), classes = scores.size(1);
+    const Tensor bx = boxes.to(kCPU, kFloat64).contiguous(), sc = scores.to(kCPU, kFloat64).contiguous();
+    std::vector<int64_t> rows;
+    std::vector<int64_t> order;
+    std::vector<Box> kept;
+    for (int64_t b = 0; b < batches; ++b)
+      for (int64_t c = 0; c < classes; ++c) {
+        const double* s = sc.data_ptr<double>() + (b * classes + c) * n;
+        order.clear();
+        for (int64_t i = 0; i < n; ++i)
+          if (!has_score_min || s[i] > score_min) order.push_back(i);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return s[i] > s[j]; });
+        kept.clear();
+        for (int64_t i : order) {
+          if (double(kept.size()) >= limit) break;
+          const Box box = box_at(bx.data_ptr<double>() + (b * n + i) * 4, center);
+          bool keep = true;
+          for (const Box& k : kept) keep = keep && !(iou(box, k) > iou_max);
+          if (!keep) continue;
+          kept.push_back(box);
+          rows.insert(rows.end(), {b, c, i});
+        }
+      }
+    Tensor out = tensor(rows, {int64_t(rows.size() / 3), 3});
+    return std::vector<Tensor>{out.to(boxes.device())};
+  };
+}
+
 }  // namespace
 
 void add_select_ops(std::vector<OpRow>& rows) {
   rows.insert(rows.end(), {{"NonZero", build_non_zero, 9}, {"Compress", build_compress, 9},
-                           {"ReverseSequence", build_reverse_sequence, 10}, {"MaxUnpool", build_max_unpool, 9}});
+                           {"ReverseSequence", build_reverse_sequence, 10}, {"MaxUnpool", build_max_unpool, 9},
+                           {"NonMaxSuppression", build_non_max_suppression, 10}});
 }
 
 }  // namespace ember::onnx

@@ -2,13 +2,13 @@
 // codes) and b' = b - 128 for uint8 b (int8 codes), zero points moved alike,
 //   sum_p (a'_ip - za_i)(b'_pj - zb_j)
 //     = sum_p a'_ip b'_pj - zb_j rowsum(a')_i - za_i colsum(b')_j + K za_i zb_j,
-// so the kernel only ever sees uint8 x int8 products. The four terms are added
-// in uint32, which wraps as ONNX's int32 sums do and is defined in C++.
+// so the kernel only ever sees uint8 x int8 products. The loops (flipping and
+// padding a's rows, adding the zero-point terms in uint32 so that the sums wrap
+// as ONNX's int32 sums do) are kernels/cpu/gemm_int8's.
 #include "quant/matmul_integer.h"
 
 #include <cstring>
 
-#include "kernels/base/parallel.h"
 #include "kernels/cpu/gemm_int8.h"
 #include "tensor/checks.h"
 #include "tensor/ops.h"
@@ -149,24 +149,16 @@ Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, co
       a_full.insert(a_full.end(), {M, K});
       const Tensor ac = A.expand(a_full).contiguous();
       const auto* asrc = static_cast<const uint8_t*>(ac.data_ptr());
+      const uint8_t a_flip = a.dtype() == kInt8 ? 0x80 : 0;
+      std::vector<int32_t> row_sums(zb_zero ? 0 : size_t(batches * M));
       Tensor abuf;
       const uint8_t* ap = asrc;
-      const uint8_t a_flip = a.dtype() == kInt8 ? 0x80 : 0;
-      if (a_flip || kp != K) {
-        abuf = zeros({batches * M, kp}, kUInt8);
-        uint8_t* dst = abuf.data_ptr<uint8_t>();
-        parallel_rows(batches * M, batches * M * K >= kParallelGrain, [&](int64_t r) {
-          for (int64_t q = 0; q < K; ++q) dst[r * kp + q] = uint8_t(asrc[r * K + q] ^ a_flip);
-        });
-        ap = dst;
+      if (a_flip || kp != K || !zb_zero) {
+        abuf = empty({batches * M, kp}, kUInt8);
+        cpu::int8_gemm_rows(batches * M, K, asrc, K, a_flip, abuf.data_ptr<uint8_t>(),
+                            zb_zero ? nullptr : row_sums.data());
+        ap = abuf.data_ptr<uint8_t>();
       }
-      std::vector<int32_t> row_sums(zb_zero ? 0 : size_t(batches * M));
-      if (!zb_zero)
-        parallel_rows(batches * M, batches * M * K >= kParallelGrain, [&](int64_t r) {
-          int32_t s = 0;
-          for (int64_t q = 0; q < K; ++q) s += ap[r * kp + q];
-          row_sums[size_t(r)] = s;
-        });
       // b' packed once when it has no batch dims, else per batch.
       std::vector<PackedIntegerB> own;
       if (!packed && B.dim() == 2) own.push_back(pack_host(B.contiguous()));
@@ -185,17 +177,8 @@ Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, co
         const PackedIntegerB& pb = packed ? *packed : own.front();
         int32_t* ot = o + t * M * N;
         cpu::gemm_int8_s32(M, N, K, ap + t * M * kp, kp, pb.packed.data_ptr<int8_t>(), ot, N);
-        const int32_t* cs = pb.col_sums.data_ptr<int32_t>();
-        const int32_t* zbt = zbv.data() + t * N;
-        parallel_rows(M, M * N >= kParallelGrain, [&](int64_t i) {
-          const uint32_t zi = uint32_t(zav[size_t(t * M + i)]);
-          const uint32_t ri = zb_zero ? 0 : uint32_t(row_sums[size_t(t * M + i)]);
-          int32_t* row = ot + i * N;
-          for (int64_t j = 0; j < N; ++j) {
-            const uint32_t zj = uint32_t(zbt[j]);
-            row[j] = int32_t(uint32_t(row[j]) - zj * ri - zi * uint32_t(cs[j]) + uint32_t(K) * zi * zj);
-          }
-        });
+        cpu::int8_apply_zero_points(M, N, K, zav.data() + t * M, zbv.data() + t * N,
+                                    zb_zero ? nullptr : row_sums.data() + t * M, pb.col_sums.data_ptr<int32_t>(), ot);
       }
     }
     out = out.reshape(out_shape);

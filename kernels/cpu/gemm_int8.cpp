@@ -138,6 +138,32 @@ void gemm_int8_s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t ld
   gemm_int8_detail::run(m, n, k, a, lda, packed_w, nullptr, c, ldc);
 }
 
+void int8_gemm_rows(int64_t m, int64_t k, const uint8_t* a, int64_t a_rs, uint8_t flip, uint8_t* out,
+                    int32_t* row_sums) {
+  const int64_t kp = int8_padded_k(k);
+  parallel_rows(m, m * k >= kParallelGrain, [&](int64_t r) {
+    const uint8_t* src = a + r * a_rs;
+    uint8_t* dst = out + r * kp;
+    int32_t s = 0;
+    for (int64_t q = 0; q < k; ++q) s += dst[q] = uint8_t(src[q] ^ flip);
+    for (int64_t q = k; q < kp; ++q) dst[q] = 0;
+    if (row_sums) row_sums[r] = s;
+  });
+}
+
+void int8_apply_zero_points(int64_t m, int64_t n, int64_t k, const int32_t* za, const int32_t* zb,
+                            const int32_t* row_sums, const int32_t* col_sums, int32_t* c) {
+  // Unsigned arithmetic: the wrap int32 sums have, without signed overflow.
+  parallel_rows(m, m * n >= kParallelGrain, [&](int64_t i) {
+    const uint32_t zi = uint32_t(za[i]), ri = row_sums ? uint32_t(row_sums[i]) : 0;
+    int32_t* row = c + i * n;
+    for (int64_t j = 0; j < n; ++j) {
+      const uint32_t zj = uint32_t(zb[j]);
+      row[j] = int32_t(uint32_t(row[j]) - zj * ri - zi * uint32_t(col_sums[j]) + uint32_t(k) * zi * zj);
+    }
+  });
+}
+
 const char* gemm_int8_kernel_name() { return gemm_int8_detail::kernel().name; }
 
 }  // namespace ember::cpu

@@ -50,6 +50,18 @@ void gemm_int8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, c
 void gemm_int8_s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* packed_w,
                    int32_t* c, int64_t ldc);
 
+// Integer matmul with zero points (ONNX's MatMulInteger) on this kernel. Rows of
+// m codes of k bytes (row stride a_rs) become kernel rows of int8_padded_k(k)
+// bytes at `out`, each byte XORed with `flip` (0x80 turns int8 codes into uint8
+// ones, shifted by 128); `row_sums`, when not null, receives each row's sum.
+void int8_gemm_rows(int64_t m, int64_t k, const uint8_t* a, int64_t a_rs, uint8_t flip, uint8_t* out,
+                    int32_t* row_sums);
+// c[i][j] (m x n, in place) -= zb[j] * row_sums[i] + za[i] * col_sums[j] - k * za[i] * zb[j]:
+// the sums of (a - za)(b - zb) from those of a . b, wrapping in 32 bits as int32
+// sums do. row_sums may be null when every zb is 0.
+void int8_apply_zero_points(int64_t m, int64_t n, int64_t k, const int32_t* za, const int32_t* zb,
+                            const int32_t* row_sums, const int32_t* col_sums, int32_t* c);
+
 // "vnni512" or "generic": the kernel later calls use (the avx512_vnni level or any
 // other; cpu::set_isa in kernels/cpu/isa.h lowers it for tests).
 const char* gemm_int8_kernel_name();

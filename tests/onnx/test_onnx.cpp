@@ -1811,3 +1811,29 @@ TEST_CASE("onnx: Det, the window functions, BitShift and the trig functions", "[
           std::vector<float>{float(want)});
   }
 }
+
+// NonMaxSuppression: IoU exactly at the threshold keeps the box (only "above"
+// suppresses), a box without area overlaps nothing, and the shape checks.
+TEST_CASE("onnx: NonMaxSuppression keeps a box at exactly the IoU threshold", "[onnx]") {
+  OneNode nms("NonMaxSuppression", 11);
+  nms.output_type(::onnx::TensorProto::INT64);
+  nms.open_input("x", 3);  // boxes
+  nms.open_input("s", 3);  // scores
+  nms.node->add_input("s");
+  nms.init_raw<int64_t>("limit", {1}, ::onnx::TensorProto::INT64, {10});
+  nms.init_raw<float>("iou", {1}, ::onnx::TensorProto::FLOAT, {0.5f});
+  const ember::onnx::Model m = nms.load();
+  // Box 1 covers half of box 0's union with it: IoU = 2 / (4 + 2 - 2) = 0.5, kept.
+  // Box 2 has no area; box 3 overlaps box 0 with IoU 0.6 and is suppressed.
+  const Tensor boxes = tensor(std::vector<float>{0, 0, 2, 2, 0, 0, 1, 2, 5, 5, 5, 9, 0, 0, 2, 1.2f}, {1, 4, 4});
+  const Tensor scores = tensor(std::vector<float>{0.9f, 0.8f, 0.7f, 0.6f}, {1, 1, 4});
+  CHECK(m.run({boxes, scores})[0].to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 0, 0, 1, 0, 0, 2});
+  // With box 3 first, box 0 is the one suppressed (IoU 0.6), and box 1 (IoU 0.375 with box 3) stays.
+  const Tensor first3 = tensor(std::vector<float>{0.9f, 0.8f, 0.7f, 0.95f}, {1, 1, 4});
+  CHECK(m.run({boxes, first3})[0].to_vector<int64_t>() == std::vector<int64_t>{0, 0, 3, 0, 0, 1, 0, 0, 2});
+  CHECK(message_of<ShapeError>([&] { m.run({zeros({1, 4, 3}), scores}); }) ==
+        "ONNX op 'NonMaxSuppression' (node 'n', opset 11): boxes must be [batches, boxes, 4], got [1, 4, 3]");
+  CHECK(message_of<ShapeError>([&] { m.run({boxes, zeros({1, 1, 5})}); }) ==
+        "ONNX op 'NonMaxSuppression' (node 'n', opset 11): scores of shape [1, 1, 5] do not match boxes of shape "
+        "[1, 4, 4]");
+}
