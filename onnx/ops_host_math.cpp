@@ -84,9 +84,9 @@ OpFn build_window(const NodeContext& ctx) {
       const double t = 2 * std::numbers::pi * double(k) / denom;
       p[k] = a0 - a1 * std::cos(t) + a2 * std::cos(2 * t);
     }
-    // A one-point window is [1], as numpy's and PyTorch's are (the formula's
-    // symmetric form would divide 0 by 0).
-    if (n == 1) p[0] = 1;
+    // A one-point symmetric window is [1], as numpy's and PyTorch's are (the
+    // formula would divide 0 by 0); a periodic one follows the formula.
+    if (n == 1 && !periodic) p[0] = 1;
     return std::vector<Tensor>{w.to(type).to(device)};
   };
 }

@@ -80,14 +80,15 @@ OpFn build_matmul_integer(const NodeContext& ctx) {
 // for requantize: one value, one per column of the sums, one per row, or (both
 // per row and per column) a whole [M, N] table.
 std::pair<Tensor, int64_t> matmul_multiplier(const std::string& site, const Tensor& a_scale, const Tensor& b_scale,
-                                             const Tensor& y_scale) {
+                                             const Tensor& y_scale, bool b_is_vector) {
   if (y_scale.numel() != 1)
     throw ShapeError(site + ": y_scale must hold one value, got shape " + shape_str(y_scale.shape()));
   const Tensor as = a_scale.to(kCPU, kFloat32), bs = b_scale.to(kCPU, kFloat32);
   const Tensor a = as.numel() == 1 ? as.reshape({}) : as.reshape({as.numel(), 1});
   const Tensor b = bs.numel() == 1 ? bs.reshape({}) : bs.reshape({bs.numel()});
   Tensor m = div(mul(a, b), y_scale.to(kCPU, kFloat32).reshape({}));
-  if (m.dim() == 2 && m.size(1) == 1) return {m.reshape({m.size(0)}), -2};
+  // A 1-D b leaves no column dim in the sums: a's rows are then their last dim.
+  if (m.dim() == 2 && m.size(1) == 1) return {m.reshape({m.size(0)}), b_is_vector ? -1 : -2};
   return {m, -1};
 }
 
@@ -105,7 +106,7 @@ OpFn build_qlinear_matmul(const NodeContext& ctx) {
     if (in[4].numel() != 1 && (in[3].dim() < 2 || in[4].numel() != in[3].size(-1)))
       throw ShapeError(site + ": b_scale must hold one value or one per column of b, got shape " +
                        shape_str(in[4].shape()));
-    auto [m, axis] = matmul_multiplier(site, in[1], in[4], in[6]);
+    auto [m, axis] = matmul_multiplier(site, in[1], in[4], in[6], in[3].dim() == 1);
     // Per row and per column: the table of multipliers for every sum.
     if (m.dim() == 2) m = m.expand({acc.size(-2), acc.size(-1)}).expand(acc.shape()).contiguous();
     return std::vector<Tensor>{quant::requantize(acc, m, in[7], axis, in[7].dtype(), site)};

@@ -137,7 +137,7 @@ OpFn build_max_unpool(const NodeContext& ctx) {
                          shape_str(inferred));
     }
     int64_t inferred_total = 1;
-    for (int64_t s : inferred) inferred_total *= s;
+    for (int64_t s : inferred) inferred_total = size_mul(inferred_total, s, site.c_str());
     Tensor out = zeros(shape, x.dtype());
     const Tensor src = x.to(kCPU).contiguous(), idx = in[1].to(kCPU).contiguous();
     const size_t elem = src.element_size();

@@ -34,11 +34,13 @@ cpu::ParamLayout layout_of(const std::string& site, const char* what, const Tens
 }
 
 // The zero points as `count` int32 values on the host: undefined gives zeros, one
-// value is repeated, otherwise the count must match the scale's.
-std::vector<int32_t> zero_points(const std::string& site, const Tensor& zp, const Tensor& scale, int64_t count) {
+// value is repeated, otherwise the count must match the scale's. Their dtype is
+// the codes' (`dtype`), as ONNX requires, so every value lies in the code range.
+std::vector<int32_t> zero_points(const std::string& site, const Tensor& zp, const Tensor& scale, int64_t count,
+                                 DType dtype) {
   if (!zp.defined()) return std::vector<int32_t>(size_t(count), 0);
-  if (is_floating(zp.dtype()) || zp.dtype() == kBool)
-    throw DTypeError(msg(site, ": the zero point must be an integer, got ", zp.dtype()));
+  if (zp.dtype() != dtype)
+    throw DTypeError(msg(site, ": the zero point must be ", dtype, " like the codes, got ", zp.dtype()));
   std::vector<int32_t> v = zp.to(kCPU, kInt32).contiguous().reshape({zp.numel()}).to_vector<int32_t>();
   if (v.size() == 1) return std::vector<int32_t>(size_t(count), v[0]);
   if (int64_t(v.size()) != count || zp.shape() != scale.shape())
@@ -79,7 +81,7 @@ Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_
     throw DTypeError(msg(site, ": the input must be float32, float16, bfloat16 or int32, got ", xt));
   const cpu::ParamLayout layout = layout_of(site, "scale", scale, x.shape(), axis);
   const std::vector<float> s = host_floats(scale);
-  const std::vector<int32_t> z = zero_points(site, zero_point, scale, layout.count);
+  const std::vector<int32_t> z = zero_points(site, zero_point, scale, layout.count, dtype);
   const Tensor xs = x.to(kCPU, kFloat32).contiguous();
   Tensor q = empty(x.shape(), dtype);
   cpu::quantize_linear(xs.data_ptr<float>(), xs.numel(), s.data(), z.data(), layout, dtype, q.data_ptr());
@@ -92,17 +94,17 @@ Tensor dequantize_linear(const Tensor& q, const Tensor& scale, const Tensor& zer
   const DType qt = q.dtype();
   if (qt != kInt8 && qt != kUInt8 && qt != kInt32)
     throw DTypeError(msg(site, ": the input must be int8, uint8 or int32, got ", qt));
-  if (zero_point.defined() && zero_point.dtype() != qt)
-    throw DTypeError(msg(site, ": the zero point must be ", qt, " like the input, got ", zero_point.dtype()));
   const cpu::ParamLayout layout = layout_of(site, "scale", scale, q.shape(), axis);
-  const std::vector<int32_t> z = zero_points(site, zero_point, scale, layout.count);
+  const std::vector<int32_t> z = zero_points(site, zero_point, scale, layout.count, qt);
   Tensor v = q.to(kInt32);
   if (zero_point.defined()) {
     bool zero = true;
     for (int32_t e : z) zero = zero && e == 0;
     if (qt == kInt32 && !zero) throw ValueError(msg(site, ": an int32 input's zero point must be 0"));
     // int8 and uint8 differences are exact in int32.
-    if (!zero) v = sub(v, along_axis(zero_point.to(q.device(), kInt32), layout, q.shape(), axis));
+    // One zero point serves every index of the axis, as in quantize_linear.
+    const Tensor zp = zero_point.to(q.device(), kInt32);
+    if (!zero) v = sub(v, zp.numel() == 1 ? zp.reshape({}) : along_axis(zp, layout, q.shape(), axis));
   }
   const Tensor s = along_axis(scale.to(q.device(), kFloat32), layout, q.shape(), axis);
   return mul(v.to(kFloat32), s).to(scale.dtype());
@@ -140,7 +142,7 @@ Tensor requantize(const Tensor& acc, const Tensor& multiplier, const Tensor& zer
   const std::vector<float> m = host_floats(multiplier);
   if (zero_point.defined() && zero_point.numel() != 1)
     throw ShapeError(msg(site, ": the output zero point must hold one value, got shape ", shape_str(zero_point.shape())));
-  const std::vector<int32_t> z = zero_points(site, zero_point, Tensor(), layout.count);
+  const std::vector<int32_t> z = zero_points(site, zero_point, Tensor(), layout.count, dtype);
   const Tensor a = acc.to(kCPU).contiguous();
   Tensor q = empty(acc.shape(), dtype);
   cpu::requantize(a.data_ptr<int32_t>(), a.numel(), m.data(), z.data(), layout, dtype, q.data_ptr());

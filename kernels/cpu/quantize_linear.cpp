@@ -32,7 +32,10 @@ inline void code_run(int64_t begin, int64_t end, int32_t zp, Q* __restrict out, 
     float v = value(i);
     v = v >= lo ? v : lo;
     v = v <= hi ? v : hi;
-    out[i] = Q(int32_t(round_half_even(v)) + zp);
+    int32_t q = int32_t(round_half_even(v)) + zp;  // the caller keeps zp in the code range
+    q = q < qmin ? qmin : q;
+    q = q > qmax ? qmax : q;
+    out[i] = Q(q);
   }
 }
 

@@ -1562,6 +1562,20 @@ TEST_CASE("onnx: QLinearMatMul with a scale per row and per column, MatMulIntege
   CHECK(y.dtype() == kInt8);
   CHECK(y.to(kInt64).to_vector<int64_t>() == want);
 
+  // A 1-D b: the sums are [batch, M], and a's per-row scale runs along their last dim.
+  OneNode qv("QLinearMatMul", 10);
+  qv.output_type(::onnx::TensorProto::UINT8);
+  qv.input("x", {3, 3, 4}, ::onnx::TensorProto::UINT8);
+  qv.init_raw<float>("as", {3}, ::onnx::TensorProto::FLOAT, {1, 2, 4});
+  qv.init_raw<uint8_t>("az", {}, ::onnx::TensorProto::UINT8, {0});
+  qv.init_raw<uint8_t>("b", {4}, ::onnx::TensorProto::UINT8, {1, 1, 1, 1});
+  qv.init_raw<float>("bs", {}, ::onnx::TensorProto::FLOAT, {1});
+  qv.init_raw<uint8_t>("bz", {}, ::onnx::TensorProto::UINT8, {0});
+  qv.init_raw<float>("ys", {}, ::onnx::TensorProto::FLOAT, {1});
+  qv.init_raw<uint8_t>("yz", {}, ::onnx::TensorProto::UINT8, {0});
+  CHECK(qv.load().run({ones({3, 3, 4}, kUInt8)})[0].to(kInt64).to_vector<int64_t>() ==
+        std::vector<int64_t>{4, 8, 16, 4, 8, 16, 4, 8, 16});
+
   OneNode mi("MatMulInteger", 10);
   mi.output_type(::onnx::TensorProto::INT32);
   mi.input("x", {m, k}, ::onnx::TensorProto::UINT8);
@@ -1756,6 +1770,13 @@ TEST_CASE("onnx: NonZero, Compress, ReverseSequence and MaxUnpool place elements
   CHECK(message_of<IndexError>([&] {
           upm.run({tensor(std::vector<float>{7, 9}, {1, 1, 1, 2}), tensor(std::vector<int64_t>{8, 3}, {1, 1, 1, 2})});
         }) == "ONNX op 'MaxUnpool' (node 'n', opset 11): index 8 is outside an unpooled tensor of 8 elements");
+  OneNode huge("MaxUnpool", 11);  // a kernel of 2^32 x 2^32: the unpooled size overflows int64
+  huge.input("x", {1, 1, 1, 1});
+  huge.input("i", {1, 1, 1, 1}, ::onnx::TensorProto::INT64);
+  huge.node->add_input("i");
+  huge.ints("kernel_shape", {int64_t(1) << 32, int64_t(1) << 32});
+  CHECK(message_of<ShapeError>([&] { huge.load().run({zeros({1, 1, 1, 1}), zeros({1, 1, 1, 1}, kInt64)}); })
+            .find("ONNX op 'MaxUnpool' (node 'n', opset 11)") == 0);
 }
 
 TEST_CASE("onnx: Det, the window functions, BitShift and the trig functions", "[onnx]") {
@@ -1777,7 +1798,8 @@ TEST_CASE("onnx: Det, the window functions, BitShift and the trig functions", "[
     // sin^2(pi k / N'), N' = 4 (periodic) or 3.
     for (int k = 0; k < 4; ++k)
       CHECK(w[size_t(k)] == Approx(std::pow(std::sin(M_PI * k / (periodic ? 4.0 : 3.0)), 2)).margin(1e-7));
-    CHECK(hm.run({full({}, 1, kInt64)})[0].to_vector<float>() == std::vector<float>{1});
+    // One point: periodic follows the formula (N' = 1: 0.5 - 0.5 cos 0 = 0); symmetric is [1], as numpy's.
+    CHECK(hm.run({full({}, 1, kInt64)})[0].to_vector<float>() == std::vector<float>{periodic ? 0.0f : 1.0f});
     CHECK(hm.run({full({}, 0, kInt64)})[0].numel() == 0);
   }
 

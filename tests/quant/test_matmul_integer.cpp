@@ -132,6 +132,21 @@ TEST_CASE("matmul_integer: sums longer than the kernel's exact range go through 
   CHECK(values(quant::matmul_integer(a2, b2, full({}, 2, kInt8), Tensor())) == want);
 }
 
+TEST_CASE("matmul_integer: on the int8 kernel, sums past int32 wrap as ONNX's int32 sums do", "[quant][matmul_integer]") {
+  // 65536 terms of (255 - 0) * (0 - 255): -4,261,478,400, which wraps to 33,488,896.
+  // The kernel's own sums stay in range (b is flipped to -128); the zero-point
+  // terms added afterwards carry the wrap.
+  IsaGuard guard;
+  for (const char* isa : {"generic", "avx512_vnni"}) {
+    if (!cpu::set_isa(isa)) continue;
+    INFO(isa);
+    const int64_t k = 65536;
+    const Tensor got = quant::matmul_integer(full({1, k}, 255, kUInt8), zeros({k, 2}, kUInt8), Tensor(),
+                                             full({}, 255, kUInt8));
+    CHECK(values(got) == std::vector<int64_t>{33488896, 33488896});
+  }
+}
+
 TEST_CASE("matmul_integer: on emu, the float64 path gives the same sums", "[quant][matmul_integer][device]") {
   std::mt19937 g(9);
   const Tensor a = random_codes({5, 9}, kInt8, g), b = random_codes({9, 7}, kUInt8, g);

@@ -93,6 +93,9 @@ TEST_CASE("dequantize_linear: (q - zero point) * scale, per axis, in the scale's
                                             full({}, 0, kInt32), 1);
   CHECK(h.dtype() == kFloat16);
   CHECK(h.to(kFloat32).to_vector<float>() == std::vector<float>{-500, 3.5f});
+  // One zero point with a scale per index of the axis serves every index.
+  CHECK(quant::dequantize_linear(q, tensor(std::vector<float>{0.5f, 0.25f}, {2}), full({}, 10, kUInt8), 0)
+            .to_vector<float>() == std::vector<float>{-5, 59, 122.5f, -1.75f, 0, 60});
   CHECK(quant::dequantize_linear(tensor(std::vector<int32_t>{-128, 127}, {2}).to(kInt8), full({}, 2.0f, kFloat32),
                                  Tensor(), 1)
             .to_vector<float>() == std::vector<float>{-256, 254});
@@ -143,12 +146,15 @@ TEST_CASE("onnx quantization: the documented refusals", "[quant][onnx_quant][err
   CHECK(message_of<ShapeError>([&] { quant::quantize_linear(x, ones({3}), zeros({2}, kInt8), 1, kInt8); }) ==
         "quantize_linear: the zero point's shape [2] does not match the scale's [3]");
   CHECK(message_of<DTypeError>([&] { quant::quantize_linear(x, s, zeros({}), 1, kInt8); }) ==
-        "quantize_linear: the zero point must be an integer, got float32");
+        "quantize_linear: the zero point must be int8 like the codes, got float32");
+  // An int32 zero point could lie outside the codes' range: ONNX's rule, the codes' dtype, keeps it inside.
+  CHECK(message_of<DTypeError>([&] { quant::requantize(zeros({2}, kInt32), s, full({}, 1000000000, kInt32), 0, kInt8); }) ==
+        "requantize: the zero point must be int8 like the codes, got int32");
   const Tensor q = zeros({2, 3}, kInt32);
   CHECK(message_of<DTypeError>([&] { quant::dequantize_linear(x, s, Tensor(), 1); }) ==
         "dequantize_linear: the input must be int8, uint8 or int32, got float32");
   CHECK(message_of<DTypeError>([&] { quant::dequantize_linear(q, s, zeros({}, kInt8), 1); }) ==
-        "dequantize_linear: the zero point must be int32 like the input, got int8");
+        "dequantize_linear: the zero point must be int32 like the codes, got int8");
   CHECK(message_of<ValueError>([&] { quant::dequantize_linear(q, s, full({}, 1, kInt32), 1); }) ==
         "dequantize_linear: an int32 input's zero point must be 0");
   CHECK(message_of<DTypeError>([&] { quant::dynamic_quantize_linear(x.to(kFloat64)); }) ==
