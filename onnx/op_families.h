@@ -24,6 +24,7 @@ void add_quantized_ops(std::vector<OpRow>& rows);
 void add_host_math_ops(std::vector<OpRow>& rows);
 void add_normalization_ops(std::vector<OpRow>& rows);
 void add_select_ops(std::vector<OpRow>& rows);
+void add_grid_sample_ops(std::vector<OpRow>& rows);
 
 // Shared by the op files.
 // Conv's builder (ops_nn.cpp): 1-D to 3-D, every padding and group. ConvInteger

@@ -24,6 +24,7 @@ const std::vector<OpRow>& table() {
     add_host_math_ops(r);
     add_normalization_ops(r);
     add_select_ops(r);
+    add_grid_sample_ops(r);
     std::sort(r.begin(), r.end(), [](const OpRow& a, const OpRow& b) { return std::string(a.op_type) < b.op_type; });
     return r;
   }();

@@ -1,6 +1,6 @@
 // ONNX ops that pick or place elements at positions worked out on the host:
-// NonZero, Compress and NonMaxSuppression (whose output sizes depend on the
-// data), ReverseSequence
+// NonZero, Compress, NonMaxSuppression and Unique (whose output sizes depend on
+// the data), ReverseSequence
 // (each batch entry's first lens[b] steps reversed) and MaxUnpool (pooled values
 // written back at MaxPool's indices). The positions are small host vectors; the
 // data moves with index_select and stack on the model's device, except
@@ -8,6 +8,7 @@
 #include "onnx/op_families.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -230,12 +231,88 @@ OpFn build_non_max_suppression(const NodeContext& ctx) {
   };
 }
 
+// x's slices along dim 0 as rows of `width` numbers: floating types as float64,
+// integers and bool as int64, so that equal values compare equal (-0 and 0 too).
+// NaN sorts after every number and equals NaN, so the order is a strict weak
+// one (which std::stable_sort needs) and NaNs count as one value.
+inline int compare_values(double a, double b) {
+  const bool an = std::isnan(a), bn = std::isnan(b);
+  if (an || bn) return an == bn ? 0 : (an ? 1 : -1);
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+inline int compare_values(int64_t a, int64_t b) { return a < b ? -1 : a > b ? 1 : 0; }
+
+template <class T>
+int compare_rows(const T* a, const T* b, int64_t width) {
+  for (int64_t k = 0; k < width; ++k)
+    if (const int c = compare_values(a[k], b[k]); c != 0) return c;
+  return 0;
+}
+
+// Unique: the distinct values (or slices along `axis`), sorted or in order of
+// first appearance, with where each first appears, where each input element went
+// and how many times each appears.
+OpFn build_unique(const NodeContext& ctx) {
+  const bool sorted = ctx.get_int("sorted", 1) != 0, has_axis = ctx.has("axis");
+  const int64_t axis = ctx.get_int("axis", 0);
+  const std::string site = ctx.where();
+  return [=](const std::vector<Tensor>& in) {
+    const Tensor x = has_axis ? in[0] : in[0].reshape({in[0].numel()});
+    const int64_t a = normalize_axis(site, axis, x.dim());
+    const int64_t n = x.size(a);
+    const bool floating = is_floating(x.dtype());
+    // Rows: the slices along the axis, moved to the front and flattened.
+    std::vector<int64_t> front{a};
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (d != a) front.push_back(d);
+    int64_t width = 1;
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (d != a) width *= x.size(d);
+    const Tensor rows = x.permute(front).to(kCPU, floating ? kFloat64 : kInt64).contiguous().reshape({n, width});
+    auto cmp = [&](int64_t i, int64_t j) {
+      return floating ? compare_rows(rows.data_ptr<double>() + i * width, rows.data_ptr<double>() + j * width, width)
+                      : compare_rows(rows.data_ptr<int64_t>() + i * width, rows.data_ptr<int64_t>() + j * width, width);
+    };
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return cmp(i, j) < 0; });
+    // Groups of equal rows in sorted order; each group's first member is its first appearance.
+    std::vector<int64_t> first, counts, group_of(static_cast<size_t>(n));
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k == 0 || cmp(order[k - 1], order[k]) != 0) {
+        first.push_back(order[k]);
+        counts.push_back(0);
+      }
+      ++counts.back();
+      group_of[size_t(order[k])] = int64_t(first.size()) - 1;
+    }
+    // Output positions: sorted order, or groups by first appearance.
+    std::vector<int64_t> position(first.size());
+    for (size_t g = 0; g < first.size(); ++g) position[g] = int64_t(g);
+    if (!sorted) {
+      std::vector<int64_t> by_first(first.size());
+      for (size_t g = 0; g < first.size(); ++g) by_first[g] = int64_t(g);
+      std::sort(by_first.begin(), by_first.end(), [&](int64_t p, int64_t q) { return first[size_t(p)] < first[size_t(q)]; });
+      for (size_t k = 0; k < by_first.size(); ++k) position[size_t(by_first[k])] = int64_t(k);
+    }
+    std::vector<int64_t> indices(first.size()), out_counts(first.size()), inverse(static_cast<size_t>(n));
+    for (size_t g = 0; g < first.size(); ++g) {
+      indices[size_t(position[g])] = first[g];
+      out_counts[size_t(position[g])] = counts[g];
+    }
+    for (int64_t i = 0; i < n; ++i) inverse[size_t(i)] = position[size_t(group_of[size_t(i)])];
+    const Device d = x.device();
+    const Tensor y = index_select(x, a, index_tensor(indices, d));
+    return std::vector<Tensor>{y, index_tensor(indices, d), index_tensor(inverse, d), index_tensor(out_counts, d)};
+  };
+}
+
 }  // namespace
 
 void add_select_ops(std::vector<OpRow>& rows) {
   rows.insert(rows.end(), {{"NonZero", build_non_zero, 9}, {"Compress", build_compress, 9},
                            {"ReverseSequence", build_reverse_sequence, 10}, {"MaxUnpool", build_max_unpool, 9},
-                           {"NonMaxSuppression", build_non_max_suppression, 10}});
+                           {"NonMaxSuppression", build_non_max_suppression, 10}, {"Unique", build_unique, 11}});
 }
 
 }  // namespace ember::onnx

@@ -380,10 +380,10 @@ TEST_CASE("onnx: hostile tensor files raise FormatError before allocating", "[on
 
 TEST_CASE("onnx: an op Ember does not run raises NotImplementedError naming it", "[onnx][errors]") {
   auto m = linear_relu_model();
-  m.mutable_graph()->mutable_node(2)->set_op_type("Unique");
-  m.mutable_graph()->mutable_node(2)->set_name("unique0");
+  m.mutable_graph()->mutable_node(2)->set_op_type("RandomUniformLike");
+  m.mutable_graph()->mutable_node(2)->set_name("noise0");
   CHECK(message_of<NotImplementedError>([&] { ember::onnx::load_from_string(bytes_of(m)); }) ==
-        "ONNX op 'Unique' (node 'unique0', opset 13): the op is not supported");
+        "ONNX op 'RandomUniformLike' (node 'noise0', opset 13): the op is not supported");
   m = linear_relu_model();
   auto* a = m.mutable_graph()->mutable_node(2);
   a->set_op_type("MaxPool");
@@ -1858,4 +1858,73 @@ TEST_CASE("onnx: NonMaxSuppression keeps a box at exactly the IoU threshold", "[
   CHECK(message_of<ShapeError>([&] { m.run({boxes, zeros({1, 1, 5})}); }) ==
         "ONNX op 'NonMaxSuppression' (node 'n', opset 11): scores of shape [1, 1, 5] do not match boxes of shape "
         "[1, 4, 4]");
+}
+
+// GridSample on points far outside the image or not numbers: zeros (with zeros
+// padding), the corner's value (border), and no undefined conversion to int64.
+TEST_CASE("onnx: GridSample on hostile grid points, and its refusals", "[onnx]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const Tensor x = tensor(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2});
+  const Tensor grid = tensor(std::vector<float>{nan, 0, 1e30f, 1e30f, -inf, 0, -1, -1}, {1, 1, 4, 2});
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* padding : {"zeros", "border", "reflection"}) {
+      INFO(mode << ", " << padding);
+      OneNode g("GridSample", 16);
+      g.input("x", {1, 1, 2, 2});
+      g.input("g", {1, 1, 4, 2});
+      g.node->add_input("g");
+      for (auto [name, value] : {std::pair{"mode", mode}, std::pair{"padding_mode", padding}}) {
+        auto* a = g.node->add_attribute();
+        a->set_name(name);
+        a->set_type(::onnx::AttributeProto::STRING);
+        a->set_s(value);
+      }
+      g.int_attr("align_corners", 1);
+      const std::vector<float> y = g.load().run({x, grid})[0].to_vector<float>();
+      REQUIRE(y.size() == 4);
+      CHECK(y[3] == Approx(1.0f));  // (-1, -1) with align_corners: the top-left pixel's centre
+      if (std::string(padding) == "zeros" && std::string(mode) != "bicubic") {
+        CHECK(y[1] == 0.0f);
+        CHECK(y[2] == 0.0f);
+      }
+      if (std::string(padding) == "border" && std::string(mode) != "bicubic") CHECK(y[1] == Approx(4.0f));
+    }
+  OneNode bad("GridSample", 16);
+  bad.input("x", {1, 1, 2, 2});
+  bad.input("g", {1, 1, 4, 2});
+  bad.node->add_input("g");
+  auto* a = bad.node->add_attribute();
+  a->set_name("mode");
+  a->set_type(::onnx::AttributeProto::STRING);
+  a->set_s("area");
+  CHECK(message_of<FormatError>([&] { bad.load(); }) ==
+        "ONNX op 'GridSample' (node 'n', opset 16): mode must be bilinear, nearest or bicubic, got 'area'");
+}
+
+// Unique: NaNs count as one value and sort last; unsorted keeps first appearances.
+TEST_CASE("onnx: Unique with NaN, sorted and in order of appearance", "[onnx]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int sorted : {0, 1}) {
+    OneNode u("Unique", 11);
+    u.open_input("x", 1);
+    u.int_attr("sorted", sorted);
+    u.add_output("i", ::onnx::TensorProto::INT64);
+    u.add_output("inv", ::onnx::TensorProto::INT64);
+    u.add_output("c", ::onnx::TensorProto::INT64);
+    const auto out = u.load().run({tensor(std::vector<float>{3, nan, 1, 3, nan, -0.0f, 0.0f}, {7})});
+    REQUIRE(out.size() == 4);
+    const std::vector<float> y = out[0].to_vector<float>();
+    REQUIRE(y.size() == 4);  // 3, NaN, 1, 0 (-0 and 0 are one value)
+    if (sorted) {
+      CHECK((y[0] == 0.0f && y[1] == 1.0f && y[2] == 3.0f && std::isnan(y[3])));
+      CHECK(out[1].to_vector<int64_t>() == std::vector<int64_t>{5, 2, 0, 1});
+      CHECK(out[2].to_vector<int64_t>() == std::vector<int64_t>{2, 3, 1, 2, 3, 0, 0});
+      CHECK(out[3].to_vector<int64_t>() == std::vector<int64_t>{2, 1, 2, 2});
+    } else {
+      CHECK((y[0] == 3.0f && std::isnan(y[1]) && y[2] == 1.0f && y[3] == 0.0f));
+      CHECK(out[1].to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 5});
+      CHECK(out[2].to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 0, 1, 3, 3});
+      CHECK(out[3].to_vector<int64_t>() == std::vector<int64_t>{2, 2, 1, 2});
+    }
+  }
 }
