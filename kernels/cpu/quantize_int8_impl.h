@@ -12,15 +12,17 @@ inline float round_half_even(float v) {
   return (v + kMagic) - kMagic;
 }
 
-template <class Q>
-__attribute__((always_inline)) inline void quantize_row(const float* x, int64_t cols, float inv_scale, int32_t zp,
+// Divide false: v = x * inv_scale (Ember's scheme); true: v = x / scale, ONNX's
+// QuantizeLinear, which a multiply by 1 / scale can move across a rounding tie.
+template <bool Divide, class Q>
+__attribute__((always_inline)) inline void quantize_row(const float* x, int64_t cols, float s, int32_t zp,
                                                         int32_t qmin, int32_t qmax, Q* o) {
   // Clamp in the float domain first, so the rounding stays exact and NaN (which
   // fails both comparisons) lands on the low end instead of an undefined conversion.
   // (qmin, qmax and zp are 8-bit values, so these differences are small and exact.)
   const float lo = float(qmin - zp) - 1.0f, hi = float(qmax - zp) + 1.0f;
   for (int64_t j = 0; j < cols; ++j) {
-    float v = x[j] * inv_scale;
+    float v = Divide ? x[j] / s : x[j] * s;
     v = v >= lo ? v : lo;
     v = v <= hi ? v : hi;
     int32_t q = int32_t(round_half_even(v)) + zp;
@@ -30,39 +32,22 @@ __attribute__((always_inline)) inline void quantize_row(const float* x, int64_t 
   }
 }
 
-// The same with ONNX's x / scale (QuantizeLinear), which a multiply by 1 / scale
-// can move across a rounding tie.
-template <class Q>
-__attribute__((always_inline)) inline void divide_row(const float* x, int64_t cols, float scale, int32_t zp,
-                                                      int32_t qmin, int32_t qmax, Q* o) {
-  const float lo = float(qmin - zp) - 1.0f, hi = float(qmax - zp) + 1.0f;
-  for (int64_t j = 0; j < cols; ++j) {
-    float v = x[j] / scale;
-    v = v >= lo ? v : lo;
-    v = v <= hi ? v : hi;
-    int32_t q = int32_t(round_half_even(v)) + zp;
-    q = q < qmin ? qmin : q;
-    q = q > qmax ? qmax : q;
-    o[j] = Q(q);
-  }
+void quantize_row_u8(const float* x, int64_t cols, float inv_scale, int32_t zp, int32_t qmin, int32_t qmax,
+                     uint8_t* o) {
+  quantize_row<false>(x, cols, inv_scale, zp, qmin, qmax, o);
+}
+
+void quantize_row_s8(const float* x, int64_t cols, float inv_scale, int32_t zp, int32_t qmin, int32_t qmax,
+                     int8_t* o) {
+  quantize_row<false>(x, cols, inv_scale, zp, qmin, qmax, o);
 }
 
 void divide_row_u8(const float* x, int64_t cols, float scale, int32_t zp, int32_t qmin, int32_t qmax, uint8_t* o) {
-  divide_row(x, cols, scale, zp, qmin, qmax, o);
+  quantize_row<true>(x, cols, scale, zp, qmin, qmax, o);
 }
 
 void divide_row_s8(const float* x, int64_t cols, float scale, int32_t zp, int32_t qmin, int32_t qmax, int8_t* o) {
-  divide_row(x, cols, scale, zp, qmin, qmax, o);
-}
-
-void quantize_row_u8(const float* x, int64_t cols, float inv_scale, int32_t zp, int32_t qmin,
-                                  int32_t qmax, uint8_t* o) {
-  quantize_row(x, cols, inv_scale, zp, qmin, qmax, o);
-}
-
-void quantize_row_s8(const float* x, int64_t cols, float inv_scale, int32_t zp, int32_t qmin,
-                                  int32_t qmax, int8_t* o) {
-  quantize_row(x, cols, inv_scale, zp, qmin, qmax, o);
+  quantize_row<true>(x, cols, scale, zp, qmin, qmax, o);
 }
 
 // One thread's min/max over x[0, n), 16 lanes at a time in a GCC/Clang vector type
