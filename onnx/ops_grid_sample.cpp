@@ -9,6 +9,7 @@
 #include "onnx/op_families.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "kernels/base/error.h"
@@ -64,11 +65,26 @@ struct Sampler {
   }
 
   // The value of plane `img` (h x w) at the grid point (gx, gy).
+  // A bicubic pixel coordinate beyond 1e15 brought near the image without
+  // changing what its taps read: with border padding every tap clips to the same
+  // edge as at size + 2 (or -3); with reflection the taps repeat with the
+  // reflection's period. With zeros padding no tap reads anything: NaN.
+  double near_image(double v, int64_t size) const {
+    if (std::fabs(v) < 1e15) return v;
+    if (padding == Padding::Border) return v > 0 ? double(size) + 2 : -3.0;
+    if (padding == Padding::Reflection) {
+      const double low = align_corners ? 0 : -0.5, period = align_corners ? 2.0 * double(size - 1) : 2.0 * double(size);
+      return period > 0 ? low + std::fmod(v - low, period) : 0;
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+
   double sample(const double* img, int64_t h, int64_t w, double gx, double gy) const {
     const auto at = [&](int64_t y, int64_t x) { return y >= 0 && y < h && x >= 0 && x < w ? img[y * w + x] : 0.0; };
+    if (std::isnan(gx) || std::isnan(gy)) return 0;  // a point that is not one reads nothing, whatever the padding
     if (mode == Mode::Bicubic) {
-      const double x = unnormalize(gx, w), y = unnormalize(gy, h);
-      if (!(std::fabs(x) < 1e15 && std::fabs(y) < 1e15)) return 0;  // NaN, or no tap near the image
+      const double x = near_image(unnormalize(gx, w), w), y = near_image(unnormalize(gy, h), h);
+      if (std::isnan(x) || std::isnan(y)) return 0;  // zeros padding, far away
       const double x0 = std::floor(x), y0 = std::floor(y), tx = x - x0, ty = y - y0;
       constexpr double a = -0.75;
       const double cx[4] = {cubic_far(tx + 1, a), cubic_near(tx, a), cubic_near(1 - tx, a), cubic_far(2 - tx, a)};

@@ -181,11 +181,13 @@ double iou(const Box& a, const Box& b) {
 }
 
 // NonMaxSuppression: for each batch entry and class, boxes by falling score
-// (equal scores by index) whose score passes score_threshold, each kept unless
+// (equal scores by index; NaN scores never) whose score passes score_threshold, each kept unless
 // its IoU with a box kept before is above iou_threshold, at most
 // max_output_boxes_per_class of them; rows [batch, class, box] in that order.
 OpFn build_non_max_suppression(const NodeContext& ctx) {
-  const bool center = ctx.get_int("center_point_box", 0) != 0;
+  const int64_t box_format = ctx.get_int("center_point_box", 0);
+  if (box_format != 0 && box_format != 1) ctx.invalid("center_point_box must be 0 or 1, got " + std::to_string(box_format));
+  const bool center = box_format == 1;
   const std::string site = ctx.where();
   return [=](const std::vector<Tensor>& in) {
     const Tensor& boxes = in[0];
@@ -201,6 +203,8 @@ OpFn build_non_max_suppression(const NodeContext& ctx) {
       return in[i].to(kCPU, kFloat64).reshape({}).item<double>();
     };
     const double limit = scalar(2, 0), iou_max = scalar(3, 0);
+    if (!(iou_max >= 0 && iou_max <= 1))
+      throw ValueError(site + ": iou_threshold must be in [0, 1], got " + std::to_string(iou_max));
     const bool has_score_min = in.size() > 4 && in[4].defined() && in[4].numel() > 0;
     const double score_min = scalar(4, 0);
     const int64_t batches = boxes.size(0), n = boxes.size(1), classes = scores.size(1);
@@ -212,8 +216,10 @@ OpFn build_non_max_suppression(const NodeContext& ctx) {
       for (int64_t c = 0; c < classes; ++c) {
         const double* s = sc.data_ptr<double>() + (b * classes + c) * n;
         order.clear();
+        // A NaN score is no score: never selected (and kept out of the sort,
+        // whose order must be a strict weak one).
         for (int64_t i = 0; i < n; ++i)
-          if (!has_score_min || s[i] > score_min) order.push_back(i);
+          if (!std::isnan(s[i]) && (!has_score_min || s[i] > score_min)) order.push_back(i);
         std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return s[i] > s[j]; });
         kept.clear();
         for (int64_t i : order) {

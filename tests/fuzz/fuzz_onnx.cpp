@@ -6,7 +6,7 @@
 // inputs declaring more than 64K elements are not run (an AveragePool of a
 // 122 x 102 window over [65, 3, 32, 32] is 2.5G additions: 1.9 s in a release
 // build, past the 10 s timeout under AddressSanitizer), nor are models with a
-// window (a kernel_shape attribute, or a Conv weight's spatial dims) of more than
+// window (a pool's or convolution's kernel_shape, or a Conv weight's spatial dims) of more than
 // 4096 positions (a SAME_UPPER AveragePool of a 41982 x 7 window over a 32 x 32
 // image pads it to 42K rows and sums 294K values per output).
 #include <algorithm>
@@ -36,8 +36,11 @@ bool has_wide_window(const std::string& path) {
   std::map<std::string, const ::onnx::TensorProto*> inits;
   for (const auto& t : m.graph().initializer()) inits[t.name()] = &t;
   for (const auto& n : m.graph().node()) {
+    const std::string& op = n.op_type();
+    const bool windowed = op == "AveragePool" || op == "MaxPool" || op == "LpPool" || op == "Conv" ||
+                          op == "ConvTranspose" || op == "ConvInteger" || op == "QLinearConv";
     for (const auto& a : n.attribute())
-      if (a.name() == "kernel_shape" && product(a.ints()) > kMaxWindow) return true;
+      if (windowed && a.name() == "kernel_shape" && product(a.ints()) > kMaxWindow) return true;
     if ((n.op_type() == "Conv" || n.op_type() == "ConvTranspose" || n.op_type() == "ConvInteger" ||
          n.op_type() == "QLinearConv") && n.input_size() > 1) {
       const auto it = inits.find(n.input(n.op_type() == "QLinearConv" ? 3 : 1));
