@@ -54,6 +54,14 @@ void quantize_divide(const float* x, int64_t n, float scale, int32_t zero_point,
   else if (out_dt == DType::Int8) kernels().divide_row_s8(x, n, scale, zero_point, qmin, qmax, static_cast<int8_t*>(out));
 }
 
+void requantize_run(const int32_t* acc, int64_t n, float multiplier, int32_t zero_point, int32_t qmin, int32_t qmax,
+                    DType out_dt, void* out) {
+  if (out_dt == DType::UInt8)
+    kernels().requantize_row_u8(acc, n, multiplier, zero_point, qmin, qmax, static_cast<uint8_t*>(out));
+  else if (out_dt == DType::Int8)
+    kernels().requantize_row_s8(acc, n, multiplier, zero_point, qmin, qmax, static_cast<int8_t*>(out));
+}
+
 void quantize(const float* x, int64_t rows, int64_t cols, int64_t x_rs, float inv_scale, int32_t zero_point,
               int32_t qmin, int32_t qmax, DType out_dt, void* out, int64_t out_rs, int64_t padded_cols, int32_t pad) {
   if (out_dt != DType::Int8 && out_dt != DType::UInt8) return;  // the front-ends admit only these two

@@ -31,6 +31,11 @@ void quantize(const float* x, int64_t rows, int64_t cols, int64_t x_rs, float in
 void quantize_divide(const float* x, int64_t n, float scale, int32_t zero_point, int32_t qmin, int32_t qmax,
                      DType out_dt, void* out);
 
+// out[0, n) = clamp(round_half_even(float(acc[i]) * multiplier) + zero_point, qmin,
+// qmax): the requantization of int32 sums. One thread, as quantize_divide.
+void requantize_run(const int32_t* acc, int64_t n, float multiplier, int32_t zero_point, int32_t qmin, int32_t qmax,
+                    DType out_dt, void* out);
+
 // out[i] = scale * (q[i] - zero_point) for n contiguous codes of dtype q_dt (Int8 or UInt8).
 void dequantize(const void* q, DType q_dt, int64_t n, float scale, int32_t zero_point, float* out);
 

@@ -11,7 +11,8 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/quantize_int8_impl.h"
 namespace ember::cpu::quantize_detail {
 namespace {
-constexpr QuantizeKernels kSet{"avx512", quantize_row_u8, quantize_row_s8, min_max_serial, divide_row_u8, divide_row_s8};
+constexpr QuantizeKernels kSet{"avx512", quantize_row_u8, quantize_row_s8, min_max_serial, divide_row_u8, divide_row_s8,
+                               requantize_row_u8, requantize_row_s8};
 }  // namespace
 }  // namespace ember::cpu::quantize_detail
 EMBER_ISA_END

@@ -12,17 +12,18 @@ inline float round_half_even(float v) {
   return (v + kMagic) - kMagic;
 }
 
-// Divide false: v = x * inv_scale (Ember's scheme); true: v = x / scale, ONNX's
-// QuantizeLinear, which a multiply by 1 / scale can move across a rounding tie.
-template <bool Divide, class Q>
-__attribute__((always_inline)) inline void quantize_row(const float* x, int64_t cols, float s, int32_t zp,
+// Divide false: v = x * inv_scale (Ember's scheme; with int32 x, the
+// requantization of integer sums); true: v = x / scale, ONNX's QuantizeLinear,
+// which a multiply by 1 / scale can move across a rounding tie.
+template <bool Divide, class X, class Q>
+__attribute__((always_inline)) inline void quantize_row(const X* x, int64_t cols, float s, int32_t zp,
                                                         int32_t qmin, int32_t qmax, Q* o) {
   // Clamp in the float domain first, so the rounding stays exact and NaN (which
   // fails both comparisons) lands on the low end instead of an undefined conversion.
   // (qmin, qmax and zp are 8-bit values, so these differences are small and exact.)
   const float lo = float(qmin - zp) - 1.0f, hi = float(qmax - zp) + 1.0f;
   for (int64_t j = 0; j < cols; ++j) {
-    float v = Divide ? x[j] / s : x[j] * s;
+    float v = Divide ? float(x[j]) / s : float(x[j]) * s;
     v = v >= lo ? v : lo;
     v = v <= hi ? v : hi;
     int32_t q = int32_t(round_half_even(v)) + zp;
@@ -48,6 +49,16 @@ void divide_row_u8(const float* x, int64_t cols, float scale, int32_t zp, int32_
 
 void divide_row_s8(const float* x, int64_t cols, float scale, int32_t zp, int32_t qmin, int32_t qmax, int8_t* o) {
   quantize_row<true>(x, cols, scale, zp, qmin, qmax, o);
+}
+
+void requantize_row_u8(const int32_t* acc, int64_t cols, float multiplier, int32_t zp, int32_t qmin, int32_t qmax,
+                       uint8_t* o) {
+  quantize_row<false>(acc, cols, multiplier, zp, qmin, qmax, o);
+}
+
+void requantize_row_s8(const int32_t* acc, int64_t cols, float multiplier, int32_t zp, int32_t qmin, int32_t qmax,
+                       int8_t* o) {
+  quantize_row<false>(acc, cols, multiplier, zp, qmin, qmax, o);
 }
 
 // One thread's min/max over x[0, n), 16 lanes at a time in a GCC/Clang vector type

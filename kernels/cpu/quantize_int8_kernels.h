@@ -14,6 +14,11 @@ template <class Q>
 using QuantizeRow = void (*)(const float* x, int64_t cols, float inv_scale, int32_t zp, int32_t qmin,
                              int32_t qmax, Q* o);
 
+// The same from int32 sums, multiplied (the requantization ending QLinearMatMul).
+template <class Q>
+using RequantizeRow = void (*)(const int32_t* acc, int64_t cols, float multiplier, int32_t zp, int32_t qmin,
+                               int32_t qmax, Q* o);
+
 struct QuantizeKernels {
   const char* name;
   QuantizeRow<uint8_t> row_u8;
@@ -22,6 +27,9 @@ struct QuantizeKernels {
   // o[0, cols) = clamp(round_half_even(x / scale) + zp, qmin, qmax) (ONNX's division).
   QuantizeRow<uint8_t> divide_row_u8;
   QuantizeRow<int8_t> divide_row_s8;
+  // o[0, cols) = clamp(round_half_even(float(acc) * multiplier) + zp, qmin, qmax).
+  RequantizeRow<uint8_t> requantize_row_u8;
+  RequantizeRow<int8_t> requantize_row_s8;
 };
 
 // nullptr when this build cannot emit that instruction set.

@@ -121,6 +121,9 @@ TEST_CASE("dynamic_quantize_linear: the range widened to 0, uint8 codes", "[quan
 }
 
 TEST_CASE("requantize: int32 sums times a multiplier, per axis, saturated", "[quant][onnx_quant]") {
+  for (const char* isa : {"generic", "avx2", "avx512"}) {  // every instruction set's loop this CPU runs
+  if (!cpu::set_isa(isa)) continue;
+  INFO(isa);
   const Tensor acc = tensor(std::vector<int32_t>{-100, 0, 7, 1000, 5, -5}, {3, 2});
   CHECK(codes(quant::requantize(acc, full({}, 0.5f, kFloat32), full({}, 128, kUInt8), 1, kUInt8)) ==
         std::vector<int64_t>{78, 128, 132, 255, 130, 126});  // 2.5 -> 2 and -2.5 -> -2: ties to even
@@ -128,6 +131,17 @@ TEST_CASE("requantize: int32 sums times a multiplier, per axis, saturated", "[qu
         std::vector<int64_t>{-100, 0, 7, 100, 5, -0});
   CHECK(codes(quant::requantize(acc, tensor(std::vector<float>{1, 0.1f, 2}, {3}), Tensor(), 0, kInt8)) ==
         std::vector<int64_t>{-100, 0, 1, 100, 10, -10});
+  // Long enough for the vector loops: sums k - 500 times 0.5, ties at every odd k.
+  std::vector<int32_t> many;
+  std::vector<int64_t> want;
+  for (int k = 0; k < 1000; ++k) {
+    many.push_back(k - 500);
+    want.push_back(std::min<int64_t>(255, std::max<int64_t>(0, int64_t(std::nearbyint((k - 500) * 0.5)) + 100)));
+  }
+  CHECK(codes(quant::requantize(tensor(many, {1000}), full({}, 0.5f, kFloat32), full({}, 100, kUInt8), 0, kUInt8)) ==
+        want);
+  }
+  cpu::set_isa("auto");
 }
 
 TEST_CASE("onnx quantization: the documented refusals", "[quant][onnx_quant][errors]") {
