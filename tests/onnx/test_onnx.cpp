@@ -1939,3 +1939,93 @@ TEST_CASE("onnx: Unique with NaN, sorted and in order of appearance", "[onnx]") 
     }
   }
 }
+
+// The rest of the new ops' documented refusals (docs/errors.md), by their exact text.
+TEST_CASE("onnx: more of the new ops' refusals, exactly as documented", "[onnx][errors]") {
+  const std::string at = " (node 'n', opset ";
+  {
+    OneNode det("Det");
+    det.open_input("x", 2, ::onnx::TensorProto::INT64);
+    det.output_type(::onnx::TensorProto::INT64);
+    CHECK(message_of<DTypeError>([&] { det.load().run({zeros({2, 2}, kInt64)}); }) ==
+          "ONNX op 'Det'" + at + "13): the input must be floating point, got int64");
+  }
+  {
+    OneNode w("HammingWindow", 17);
+    w.open_input("x", 1, ::onnx::TensorProto::INT64);
+    const auto m = w.load();
+    CHECK(message_of<ShapeError>([&] { m.run({zeros({2}, kInt64)}); }) ==
+          "ONNX op 'HammingWindow'" + at + "17): size must be one integer, got shape [2]");
+    CHECK(message_of<ValueError>([&] { m.run({full({1}, -3, kInt64)}); }) ==
+          "ONNX op 'HammingWindow'" + at + "17): size must not be negative, got -3");
+  }
+  {
+    OneNode lrn("LRN");
+    lrn.input("x", {2, 3});
+    // A missing size is the ONNX checker's refusal, before the op's builder sees the node.
+    CHECK(message_of<FormatError>([&] { lrn.load(); }).find("<memory>: the ONNX checker rejects the model: Required "
+                                                            "attribute 'size' is missing") == 0);
+    lrn.int_attr("size", 0);
+    CHECK(message_of<FormatError>([&] { lrn.load(); }) == "ONNX op 'LRN'" + at + "13): size must be positive, got 0");
+  }
+  {
+    OneNode cp("Compress", 11);
+    cp.open_input("x", 2);
+    cp.open_input("c", 2, ::onnx::TensorProto::BOOL);
+    cp.node->add_input("c");
+    CHECK(message_of<ShapeError>([&] { cp.load().run({zeros({2, 2}), zeros({2, 1}, kBool)}); }) ==
+          "ONNX op 'Compress'" + at + "11): the condition must be 1-D, got shape [2, 1]");
+  }
+  {
+    OneNode rs("ReverseSequence", 10);
+    rs.open_input("x", 2);
+    rs.open_input("lens", 1, ::onnx::TensorProto::INT64);
+    rs.node->add_input("lens");
+    CHECK(message_of<ShapeError>([&] { rs.load().run({zeros({3, 2}), zeros({3}, kInt64)}); }) ==
+          "ONNX op 'ReverseSequence'" + at + "10): sequence_lens has 3 values for a batch of 2");
+    rs.int_attr("batch_axis", 0);
+    CHECK(message_of<FormatError>([&] { rs.load(); }) ==
+          "ONNX op 'ReverseSequence'" + at + "10): batch_axis and time_axis must be 0 and 1, one each");
+  }
+  {
+    OneNode up("MaxUnpool", 11);
+    up.input("x", {1, 1, 1, 2});
+    up.input("i", {1, 1, 1, 2}, ::onnx::TensorProto::INT64);
+    up.node->add_input("i");
+    up.init_raw<int64_t>("shape", {4}, ::onnx::TensorProto::INT64, {1, 1, 1, 3});
+    up.ints("kernel_shape", {2, 2});
+    up.ints("strides", {2, 2});
+    CHECK(message_of<ShapeError>([&] { up.load().run({zeros({1, 1, 1, 2}), zeros({1, 1, 1, 2}, kInt64)}); }) ==
+          "ONNX op 'MaxUnpool'" + at + "11): output_shape [1, 1, 1, 3] is smaller than the unpooled shape [1, 1, 2, 4]");
+  }
+  {
+    OneNode g("GridSample", 16);
+    g.input("x", {1, 1, 2, 2});
+    g.open_input("g", 4);
+    *g.node->add_input() = g.m.graph().input(1).name();
+    auto* a = g.node->add_attribute();
+    a->set_name("padding_mode");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s("wrap");
+    CHECK(message_of<FormatError>([&] { g.load(); }) ==
+          "ONNX op 'GridSample'" + at + "16): padding_mode must be zeros, border or reflection, got 'wrap'");
+    a->set_s("zeros");
+    CHECK(message_of<ShapeError>([&] { g.load().run({zeros({1, 1, 2, 2}), zeros({2, 1, 1, 2})}); }) ==
+          "ONNX op 'GridSample'" + at + "16): the grid must be [N, H_out, W_out, 2] with the input's N, got "
+          "[2, 1, 1, 2] for an input of [1, 1, 2, 2]");
+  }
+  {
+    OneNode q("QLinearConv", 10);
+    q.output_type(::onnx::TensorProto::UINT8);
+    q.input("x", {1, 1, 2, 2}, ::onnx::TensorProto::UINT8);
+    q.init_raw<float>("xs", {}, ::onnx::TensorProto::FLOAT, {1});
+    q.init_raw<uint8_t>("xz", {}, ::onnx::TensorProto::UINT8, {0});
+    q.init_raw<uint8_t>("w", {2, 1, 1, 1}, ::onnx::TensorProto::UINT8, {1, 1});
+    q.init_raw<float>("ws", {3}, ::onnx::TensorProto::FLOAT, {1, 1, 1});
+    q.init_raw<uint8_t>("wz", {}, ::onnx::TensorProto::UINT8, {0});
+    q.init_raw<float>("ys", {}, ::onnx::TensorProto::FLOAT, {1});
+    q.init_raw<uint8_t>("yz", {}, ::onnx::TensorProto::UINT8, {0});
+    CHECK(message_of<ShapeError>([&] { q.load().run({zeros({1, 1, 2, 2}, kUInt8)}); }) ==
+          "ONNX op 'QLinearConv'" + at + "10): w_scale must hold one value or one per output channel, got shape [3]");
+  }
+}
