@@ -54,6 +54,9 @@ const ModelCase kCases[] = {
     {"transformer", 2 * (2 * (16.0 * 64 * 192 + 2 * 16.0 * 16 * 64 + 16.0 * 64 * 64 + 2 * 16.0 * 64 * 128) + 16.0 * 64 * 10)},
     // The MLP as ONNX Runtime's dynamic quantization writes it (models/make_quantized.sh).
     {"mlp_int8", 2 * (784.0 * 256 + 256.0 * 128 + 128.0 * 10), "mlp", true},
+    // The seed CNN likewise: its convolutions become ConvInteger.
+    {"seed_net_int8", 2 * (6.0 * 24 * 24 * 25 + 12.0 * 8 * 8 * 150 + 192.0 * 120 + 120.0 * 60 + 60.0 * 10), "seed_net",
+     true},
 };
 struct BatchCase {
   int64_t batch;

@@ -28,7 +28,8 @@ void add_grid_sample_ops(std::vector<OpRow>& rows);
 
 // Shared by the op files.
 // Conv's builder (ops_nn.cpp): 1-D to 3-D, every padding and group. ConvInteger
-// and QLinearConv run it on their codes as float64, where the sums are exact.
+// and QLinearConv run it on their codes as float64 for 3-D windows, where the sums
+// are exact.
 OpFn build_conv(const NodeContext& ctx);
 // GatherElements (ops_index.cpp): out[p] = data[p with p[axis] replaced by
 // indices[p]]; `site` names the node in errors.

@@ -6,6 +6,7 @@
 // depth, which is exact but not fast. Padding that Ember's kernels cannot take
 // (asymmetric, or wider than half the window) is applied to the input first.
 #include "onnx/op_families.h"
+#include "onnx/window.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,52 @@
 #include "tensor/ops.h"
 
 namespace ember::onnx {
+
+WindowAttrs window_attrs(const NodeContext& ctx) {
+  WindowAttrs w;
+  w.auto_pad = ctx.get_string("auto_pad", "NOTSET");
+  if (w.auto_pad != "NOTSET" && w.auto_pad != "SAME_UPPER" && w.auto_pad != "SAME_LOWER" && w.auto_pad != "VALID")
+    ctx.invalid("auto_pad '" + w.auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  w.kernel = ctx.get_ints("kernel_shape");
+  w.stride = ctx.get_ints("strides");
+  w.dilation = ctx.get_ints("dilations");
+  w.pads = ctx.get_ints("pads");
+  w.ceil_mode = ctx.get_int("ceil_mode", 0) != 0;
+  return w;
+}
+
+Window resolve_window(const WindowAttrs& a, const Shape& kernel, const Tensor& x, const std::string& where) {
+  size_t n = kernel.size();
+  Window w;
+  w.kernel = kernel;
+  w.stride = a.stride.empty() ? Shape(n, 1) : a.stride;
+  w.dilation = a.dilation.empty() ? Shape(n, 1) : a.dilation;
+  if (w.stride.size() != n || w.dilation.size() != n || (!a.pads.empty() && a.pads.size() != 2 * n))
+    throw ShapeError(where + ": strides, dilations and pads do not match a " + std::to_string(n) + "-D window");
+  if (static_cast<size_t>(x.dim()) != n + 2)
+    throw ShapeError(where + ": expected a " + std::to_string(n + 2) + "-D input but got " + shape_str(x.shape()));
+  w.pad_begin.assign(n, 0);
+  w.pad_end.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (w.stride[i] < 1 || w.dilation[i] < 1 || w.kernel[i] < 1)
+      throw ShapeError(where + ": kernel, strides and dilations must be positive");
+    if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+      const char* op = where.c_str();
+      int64_t in = x.size(static_cast<int64_t>(i) + 2);
+      int64_t out = size_add(in, w.stride[i] - 1, op) / w.stride[i];
+      int64_t reach = size_add(size_mul(out - 1, w.stride[i], op), size_mul(w.kernel[i] - 1, w.dilation[i], op), op);
+      int64_t total = std::max<int64_t>(size_sub(size_add(reach, 1, op), in, op), 0);
+      int64_t small = total / 2;
+      w.pad_begin[i] = a.auto_pad == "SAME_UPPER" ? small : total - small;
+      w.pad_end[i] = total - w.pad_begin[i];
+    } else if (a.auto_pad == "NOTSET" && !a.pads.empty()) {
+      w.pad_begin[i] = a.pads[i];
+      w.pad_end[i] = a.pads[i + n];
+      if (w.pad_begin[i] < 0 || w.pad_end[i] < 0) throw ShapeError(where + ": pads must not be negative");
+    }
+  }
+  return w;
+}
 
 namespace {
 
@@ -49,65 +96,6 @@ Tensor window_of(const Tensor& y, const Shape& start, const Shape& len) {
   }
   dst.copy_(src);
   return out;
-}
-
-// The window geometry of a conv or pool node over `n` spatial dims, with pads
-// resolved for a given input (auto_pad depends on the input's size).
-struct Window {
-  Shape kernel, stride, dilation, pad_begin, pad_end;
-  bool symmetric() const { return pad_begin == pad_end; }
-};
-
-struct WindowAttrs {
-  std::string auto_pad;
-  Shape kernel, stride, dilation, pads;
-  bool ceil_mode = false;
-};
-
-WindowAttrs window_attrs(const NodeContext& ctx) {
-  WindowAttrs w;
-  w.auto_pad = ctx.get_string("auto_pad", "NOTSET");
-  if (w.auto_pad != "NOTSET" && w.auto_pad != "SAME_UPPER" && w.auto_pad != "SAME_LOWER" && w.auto_pad != "VALID")
-    ctx.invalid("auto_pad '" + w.auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
-  w.kernel = ctx.get_ints("kernel_shape");
-  w.stride = ctx.get_ints("strides");
-  w.dilation = ctx.get_ints("dilations");
-  w.pads = ctx.get_ints("pads");
-  w.ceil_mode = ctx.get_int("ceil_mode", 0) != 0;
-  return w;
-}
-
-Window resolve(const WindowAttrs& a, const Shape& kernel, const Tensor& x, const std::string& where) {
-  size_t n = kernel.size();
-  Window w;
-  w.kernel = kernel;
-  w.stride = a.stride.empty() ? Shape(n, 1) : a.stride;
-  w.dilation = a.dilation.empty() ? Shape(n, 1) : a.dilation;
-  if (w.stride.size() != n || w.dilation.size() != n || (!a.pads.empty() && a.pads.size() != 2 * n))
-    throw ShapeError(where + ": strides, dilations and pads do not match a " + std::to_string(n) + "-D window");
-  if (static_cast<size_t>(x.dim()) != n + 2)
-    throw ShapeError(where + ": expected a " + std::to_string(n + 2) + "-D input but got " + shape_str(x.shape()));
-  w.pad_begin.assign(n, 0);
-  w.pad_end.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    if (w.stride[i] < 1 || w.dilation[i] < 1 || w.kernel[i] < 1)
-      throw ShapeError(where + ": kernel, strides and dilations must be positive");
-    if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
-      const char* op = where.c_str();
-      int64_t in = x.size(static_cast<int64_t>(i) + 2);
-      int64_t out = size_add(in, w.stride[i] - 1, op) / w.stride[i];
-      int64_t reach = size_add(size_mul(out - 1, w.stride[i], op), size_mul(w.kernel[i] - 1, w.dilation[i], op), op);
-      int64_t total = std::max<int64_t>(size_sub(size_add(reach, 1, op), in, op), 0);
-      int64_t small = total / 2;
-      w.pad_begin[i] = a.auto_pad == "SAME_UPPER" ? small : total - small;
-      w.pad_end[i] = total - w.pad_begin[i];
-    } else if (a.auto_pad == "NOTSET" && !a.pads.empty()) {
-      w.pad_begin[i] = a.pads[i];
-      w.pad_end[i] = a.pads[i + n];
-      if (w.pad_begin[i] < 0 || w.pad_end[i] < 0) throw ShapeError(where + ": pads must not be negative");
-    }
-  }
-  return w;
 }
 
 // Moves the window's padding into the input (pads of `value`), leaving none.
@@ -154,7 +142,7 @@ OpFn build_conv(const NodeContext& ctx) {
     if (!attrs.kernel.empty() && attrs.kernel != kernel)
       throw ShapeError(where + ": kernel_shape " + shape_str(attrs.kernel) + " does not match the weight's " +
                        shape_str(kernel));
-    Window win = resolve(attrs, kernel, x, where);
+    Window win = resolve_window(attrs, kernel, x, where);
     if (!win.symmetric()) x = pad_input(x, win, 0.0);
     if (n == 1) {
       lift_1d(win);
@@ -323,7 +311,7 @@ OpFn build_max_pool(const NodeContext& ctx) {
   return [=](const std::vector<Tensor>& in) {
     Tensor x = in[0];
     size_t n = attrs.kernel.size();
-    Window win = resolve(attrs, attrs.kernel, x, where);
+    Window win = resolve_window(attrs, attrs.kernel, x, where);
     bool padded = !fits_kernel(win);
     if (padded) {
       if (want_indices) throw NotImplementedError(where + ": indices with this padding are not supported");
@@ -404,7 +392,7 @@ OpFn build_average_pool(const NodeContext& ctx) {
   std::string where = ctx.where();
   return [=](const std::vector<Tensor>& in) {
     Tensor x = in[0];
-    Window win = resolve(attrs, attrs.kernel, x, where);
+    Window win = resolve_window(attrs, attrs.kernel, x, where);
     bool any_pad = false;
     for (size_t i = 0; i < win.kernel.size(); ++i) any_pad = any_pad || win.pad_begin[i] || win.pad_end[i];
     if (win.kernel.size() == 2 && fits_kernel(win))  // Ember's kernel handles both counting rules
@@ -415,7 +403,7 @@ OpFn build_average_pool(const NodeContext& ctx) {
       // Divide by how many real (unpadded) values each window saw.
       Shape plane = x.shape();
       plane[0] = plane[1] = 1;
-      Window w2 = resolve(attrs, attrs.kernel, x, where);
+      Window w2 = resolve_window(attrs, attrs.kernel, x, where);
       Tensor real = pad_input(ones(plane, TensorOptions(x.dtype(), x.device())), w2, 0.0);
       Tensor count = avg_including_pad(real, win, attrs.ceil_mode, where);
       y = div(y, count);

@@ -4,11 +4,13 @@
 // QLinearMatMul, QLinearConv and ConvInteger are its operator-format models.
 // The arithmetic is quant/'s (quantize_linear.h, matmul_integer.h): exact
 // integer sums, then one float32 multiply and a half-to-even rounding, as ONNX
-// Runtime does. Convolutions of codes run Conv's builder in float64, where the
-// sums are exact too.
+// Runtime does. 1-D and 2-D convolutions of codes run quant::conv_integer (the
+// int8 GEMM); 3-D ones run Conv's builder in float64, where the sums are exact too.
 #include "onnx/op_families.h"
+#include "onnx/window.h"
 
 #include "kernels/base/error.h"
+#include "quant/conv_integer.h"
 #include "quant/matmul_integer.h"
 #include "quant/quantize_linear.h"
 #include "tensor/checks.h"
@@ -113,16 +115,57 @@ OpFn build_qlinear_matmul(const NodeContext& ctx) {
   };
 }
 
-// The convolution of codes minus zero points, summed exactly in float64 and
-// returned as int32 (bias, int32, added inside the sums).
+// The convolution of codes minus zero points in int32, bias (int32) added inside
+// the sums. 1-D and 2-D windows run quant::conv_integer (the int8 GEMM on the
+// CPU; a 1-D window is a 2-D one of height 1), with a constant w packed at load;
+// 3-D ones run Conv's builder on float64 codes, where the sums are exact too.
 struct IntegerConv {
-  OpFn conv;
+  OpFn conv3d;
+  WindowAttrs attrs;
+  int64_t groups = 1;
   std::string site;
+  std::shared_ptr<const quant::PackedConvWeights> packed;
+
+  IntegerConv(const NodeContext& ctx, size_t w_index)
+      : conv3d(build_conv(ctx)), attrs(window_attrs(ctx)), groups(ctx.get_int("group", 1)), site(ctx.where()) {
+    const Tensor* w = ctx.constant(w_index);
+    if (!w || !ctx.device.is_cpu() || (w->dtype() != kInt8 && w->dtype() != kUInt8)) return;
+    if ((w->dim() != 3 && w->dim() != 4) || groups < 1 || w->size(0) % groups != 0) return;  // refused at run
+    packed = quant::pack_conv_weights(w->dim() == 3 ? w->unsqueeze(2) : *w, groups, site);
+  }
+
   Tensor operator()(const Tensor& x, const Tensor& x_zero, const Tensor& w, const Tensor& w_zero,
                     const Tensor& bias) const {
     for (const Tensor* t : {&x, &w})
       if (t->dtype() != kInt8 && t->dtype() != kUInt8)
         throw DTypeError(site + ": x and w must be int8 or uint8, got " + dtype_name(t->dtype()));
+    if (w.dim() == 5) return float64_conv(x, x_zero, w, w_zero, bias);
+    if (w.dim() != 3 && w.dim() != 4)
+      throw NotImplementedError(site + ": a " + std::to_string(w.dim() - 2) + "-D convolution is not supported");
+    const bool lifted = w.dim() == 3;
+    const Tensor x2 = lifted ? x.unsqueeze(2) : x, w2 = lifted ? w.unsqueeze(2) : w;
+    Shape kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs.kernel.empty() && attrs.kernel != kernel)
+      throw ShapeError(site + ": kernel_shape " + shape_str(attrs.kernel) + " does not match the weight's " +
+                       shape_str(kernel));
+    const Window win = resolve_window(attrs, kernel, x, site);
+    quant::ConvIntegerWindow q;
+    q.groups = groups;
+    const size_t o = lifted ? 1 : 0;  // a 1-D window fills the width only
+    for (size_t d = o; d < 2; ++d) {
+      q.stride[d] = win.stride[d - o];
+      q.dilation[d] = win.dilation[d - o];
+      q.pad_begin[d] = win.pad_begin[d - o];
+      q.pad_end[d] = win.pad_end[d - o];
+    }
+    const quant::PackedConvWeights* p = packed && x.device().is_cpu() ? packed.get() : nullptr;
+    const Tensor y = quant::conv_integer(x2, w2, x_zero, w_zero, bias, q, site, p);
+    return lifted ? y.squeeze(2) : y;
+  }
+
+  // 3-D: Conv's builder on the codes minus their zero points, in float64.
+  Tensor float64_conv(const Tensor& x, const Tensor& x_zero, const Tensor& w, const Tensor& w_zero,
+                      const Tensor& bias) const {
     if (x_zero.defined() && x_zero.numel() != 1)
       throw ShapeError(site + ": x's zero point must hold one value, got shape " + shape_str(x_zero.shape()));
     Tensor xf = x.to(kFloat64), wf = w.to(kFloat64);
@@ -130,14 +173,9 @@ struct IntegerConv {
     if (w_zero.defined()) {
       Tensor z = w_zero.to(w.device(), kFloat64);
       if (z.numel() == 1) z = z.reshape({});
-      else if (w.dim() >= 1 && z.dim() == 1 && z.size(0) == w.size(0)) {
-        Shape s(size_t(w.dim()), 1);
-        s[0] = z.size(0);
-        z = z.reshape(s);
-      } else {
-        throw ShapeError(site + ": w's zero point must hold one value or one per output channel, got shape " +
-                         shape_str(w_zero.shape()));
-      }
+      else if (z.dim() == 1 && z.size(0) == w.size(0)) z = z.reshape({z.size(0), 1, 1, 1, 1});
+      else throw ShapeError(site + ": w's zero point must hold one value or one per output channel, got shape " +
+                            shape_str(w_zero.shape()));
       wf = sub(wf, z);
     }
     std::vector<Tensor> args{xf, wf};
@@ -146,12 +184,12 @@ struct IntegerConv {
       args.push_back(bias.to(x.device(), kFloat64));
     }
     // Every sum is an integer of magnitude below 2^53: exact, and int64 -> int32 wraps.
-    return conv(args)[0].to(kInt64).to(kInt32);
+    return conv3d(args)[0].to(kInt64).to(kInt32);
   }
 };
 
 OpFn build_conv_integer(const NodeContext& ctx) {
-  const IntegerConv conv{build_conv(ctx), ctx.where()};
+  const IntegerConv conv(ctx, 1);
   return [=](const std::vector<Tensor>& given) {
     std::vector<Tensor> moved;
     const std::vector<Tensor>& in = on_one_device(given, moved);
@@ -160,7 +198,7 @@ OpFn build_conv_integer(const NodeContext& ctx) {
 }
 
 OpFn build_qlinear_conv(const NodeContext& ctx) {
-  const IntegerConv conv{build_conv(ctx), ctx.where()};
+  const IntegerConv conv(ctx, 3);
   const std::string site = ctx.where();
   return [=](const std::vector<Tensor>& given) {
     std::vector<Tensor> moved;

@@ -2,6 +2,7 @@
 // quantize_dynamic and saving/loading quantized models. docs/quant.md explains them.
 #pragma once
 
+#include "quant/conv_integer.h"
 #include "quant/dynamic_linear.h"
 #include "quant/linear_int8.h"
 #include "quant/matmul_integer.h"

@@ -1524,6 +1524,53 @@ TEST_CASE("onnx: QLinearConv per output channel, grouped, strided and padded, by
   CHECK(y.to(kInt64).to_vector<int64_t>() == want);
 }
 
+TEST_CASE("onnx: ConvInteger over 1-D windows with SAME_LOWER padding and dilation, by its definition",
+          "[onnx][quant]") {
+  // int8 x and uint8 w with a zero point per output channel; the plan packs the
+  // constant w at load and runs the window as a 2-D one of height 1.
+  const int64_t n = 2, c = 3, len = 11, m = 4, k = 3, dil = 2, stride = 2;
+  OneNode conv("ConvInteger", 10);
+  conv.output_type(::onnx::TensorProto::INT32);
+  conv.input("x", {n, c, len}, ::onnx::TensorProto::INT8);
+  std::vector<uint8_t> wv, wz;
+  for (int64_t i = 0; i < m * c * k; ++i) wv.push_back(code_u8(i));
+  for (int64_t o = 0; o < m; ++o) wz.push_back(uint8_t(100 + 40 * o));
+  const int8_t xz = -9;
+  conv.init_raw<uint8_t>("w", {m, c, k}, ::onnx::TensorProto::UINT8, wv);
+  conv.init_raw<int8_t>("xz", {}, ::onnx::TensorProto::INT8, {xz});
+  conv.init_raw<uint8_t>("wz", {m}, ::onnx::TensorProto::UINT8, wz);
+  conv.ints("strides", {stride});
+  conv.ints("dilations", {dil});
+  auto* pad = conv.node->add_attribute();
+  pad->set_name("auto_pad");
+  pad->set_type(::onnx::AttributeProto::STRING);
+  pad->set_s("SAME_LOWER");
+  std::vector<int8_t> xv;
+  for (int64_t i = 0; i < n * c * len; ++i) xv.push_back(code_s8(i));
+  const Tensor x = tensor(std::vector<int32_t>(xv.begin(), xv.end()), {n, c, len}).to(kInt8);
+  // SAME_LOWER: out = ceil(len / stride), the extra padding before.
+  const int64_t out = (len + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + (k - 1) * dil + 1 - len, 0);
+  const int64_t before = total - total / 2;
+  std::vector<int64_t> want;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t j = 0; j < out; ++j) {
+        int64_t acc = 0;
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t e = 0; e < k; ++e) {
+            const int64_t q = j * stride - before + e * dil;
+            if (q < 0 || q >= len) continue;
+            acc += (xv[size_t((b * c + ci) * len + q)] - xz) * (wv[size_t((o * c + ci) * k + e)] - wz[size_t(o)]);
+          }
+        want.push_back(acc);
+      }
+  const Tensor y = conv.load().run({x})[0];
+  CHECK(y.dtype() == kInt32);
+  CHECK(y.shape() == Shape{n, m, out});
+  CHECK(y.to(kInt64).to_vector<int64_t>() == want);
+}
+
 TEST_CASE("onnx: QLinearMatMul with a scale per row and per column, MatMulInteger with a packed b", "[onnx][quant]") {
   const int64_t m = 5, k = 13, n = 7;
   std::vector<uint8_t> av, bv;

@@ -109,24 +109,28 @@ TEST_CASE("onnx: the PyTorch-exported MLP quantized to int8 stays close and agre
   CHECK(argmax(yq, 1).to_vector<int64_t>() == argmax(yf, 1).to_vector<int64_t>());
 }
 
-// The same MLP as ONNX Runtime's dynamic quantization writes it (DynamicQuantizeLinear,
-// MatMulInteger, Cast, Mul; made by models/make_quantized.sh) gives ONNX Runtime
-// 1.30's output: the codes and int32 sums are exact, and the float steps after them
-// are the same few operations in the same order. Held to 1e-6 (they agreed in every
-// bit when the data was made), on both CPU kernels and on emu. (Not row by row:
-// DynamicQuantizeLinear takes its scale from the whole batch.)
-TEST_CASE("onnx: the MLP quantized as ONNX Runtime quantizes it gives ONNX Runtime's output", "[onnx][quant]") {
-  const Tensor x = ember::onnx::load_tensor(kModels + "/mlp_input_0.pb");
-  const Tensor want = serialize::load_npy(kModels + "/mlp_int8_ort_output_0.npy");
-  for (const char* isa : {"generic", "auto"}) {
-    REQUIRE(cpu::set_isa(isa));
-    const auto model = ember::onnx::load(kModels + "/mlp_int8.onnx");
-    const Tensor y = model.run({x})[0];
-    INFO(isa << ": max |ember - onnxruntime| = " << max_abs_diff(y, want));
-    REQUIRE(y.shape() == want.shape());
-    CHECK(max_abs_diff(y, want) <= 1e-6f);
+// The MLP and the seed CNN as ONNX Runtime's dynamic quantization writes them
+// (DynamicQuantizeLinear, MatMulInteger or ConvInteger, Cast, Mul; made by
+// models/make_quantized.sh) give ONNX Runtime 1.30's outputs: the codes and int32
+// sums are exact, and the float steps after them are the same few operations in
+// the same order. Held to 1e-6 (they agreed in every bit when the data was made),
+// on both CPU kernels and on emu. (Not row by row: DynamicQuantizeLinear takes its
+// scale from the whole batch.)
+TEST_CASE("onnx: models quantized as ONNX Runtime quantizes them give ONNX Runtime's output", "[onnx][quant]") {
+  for (const std::string name : {"mlp", "seed_net"}) {
+    const Tensor x = ember::onnx::load_tensor(kModels + "/" + name + "_input_0.pb");
+    const Tensor want = serialize::load_npy(kModels + "/" + name + "_int8_ort_output_0.npy");
+    for (const char* isa : {"generic", "auto"}) {
+      REQUIRE(cpu::set_isa(isa));
+      const auto model = ember::onnx::load(kModels + "/" + name + "_int8.onnx");
+      const Tensor y = model.run({x})[0];
+      INFO(name << " on " << isa << ": max |ember - onnxruntime| = " << max_abs_diff(y, want));
+      REQUIRE(y.shape() == want.shape());
+      CHECK(max_abs_diff(y, want) <= 1e-6f);
+    }
+    REQUIRE(cpu::set_isa("auto"));
+    const auto on_emu = ember::onnx::load(kModels + "/" + name + "_int8.onnx", Device("emu:0"));
+    INFO(name << " on emu");
+    CHECK(max_abs_diff(on_emu.run({x.to(Device("emu:0"))})[0].cpu(), want) <= 1e-6f);
   }
-  REQUIRE(cpu::set_isa("auto"));
-  const auto on_emu = ember::onnx::load(kModels + "/mlp_int8.onnx", Device("emu:0"));
-  CHECK(max_abs_diff(on_emu.run({x.to(Device("emu:0"))})[0].cpu(), want) <= 1e-6f);
 }

@@ -1,12 +1,13 @@
 // onnx-make-quantized IN.onnx OUT.onnx [TENSOR.pb TENSOR.npy]: rewrites a float model the way ONNX
 // Runtime's dynamic quantization (onnxruntime.quantization.quantize_dynamic)
 // does, so that Ember's quantized ops can be tested and benchmarked on the graphs
-// people actually ship. Every Gemm (transA 0, transB 1, alpha and beta 1) and
+// people actually ship. Every Conv with a constant weight becomes ConvInteger
+// between the same nodes (quantize_conv below); every Gemm (transA 0, transB 1, alpha and beta 1) and
 // MatMul with a constant 2-D float32 weight becomes
 //   DynamicQuantizeLinear(x) -> x_q, x_scale, x_zero
 //   MatMulInteger(x_q, W_q, x_zero, 0) -> Cast(float) -> Mul(x_scale * W_scale) [-> Add(C)]
 // with W quantized per output column, symmetric, to int8 (W_scale = max |W[:, j]| / 127).
-// Made models are committed (tests/onnx/models/mlp_int8.onnx) with ONNX Runtime's
+// Made models are committed (tests/onnx/models/mlp_int8.onnx, seed_net_int8.onnx) with ONNX Runtime's
 // outputs for them (make_quantized.sh). The optional pair converts an input from
 // ONNX's tensor file to .npy, which the ONNX Runtime runner reads.
 #include <algorithm>
@@ -69,6 +70,60 @@ void add_initializer(::onnx::GraphProto& g, const std::string& name, int elem, s
   t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
 }
 
+
+void add_cast_to_float(std::vector<::onnx::NodeProto>& nodes, const std::string& in, const std::string& out) {
+  auto cast = make_node("Cast", {in}, {out});
+  auto* to = cast.add_attribute();
+  to->set_name("to");
+  to->set_type(::onnx::AttributeProto::INT);
+  to->set_i(::onnx::TensorProto::FLOAT);
+  nodes.push_back(cast);
+}
+
+// A Conv with a constant float32 weight W [M, C / group, kH, kW] becomes
+//   DynamicQuantizeLinear(x) -> ConvInteger(x_q, W_q, x_zero, 0) -> Cast(float)
+//   -> Mul(x_scale * W_scale) [-> Add(B as [M, 1, 1])]
+// with W quantized per output channel, symmetric, to int8; the Conv's attributes
+// carry over. Returns 1, or 0 (the node kept as it is) for any other Conv.
+int quantize_conv(::onnx::GraphProto& g, const ::onnx::NodeProto& n, std::vector<::onnx::NodeProto>& nodes) {
+  const ::onnx::TensorProto* w = find_initializer(g, n.input(1));
+  const ::onnx::TensorProto* b = n.input_size() > 2 && !n.input(2).empty() ? find_initializer(g, n.input(2)) : nullptr;
+  if (!w || w->data_type() != ::onnx::TensorProto::FLOAT || w->dims_size() != 4 ||
+      (n.input_size() > 2 && !n.input(2).empty() && !b)) {
+    nodes.push_back(n);
+    return 0;
+  }
+  const std::vector<float> wv = floats_of(*w);
+  const int64_t m = w->dims(0), per = int64_t(wv.size()) / m;
+  std::vector<float> scale(static_cast<size_t>(m));
+  std::vector<int8_t> q(wv.size());
+  for (int64_t o = 0; o < m; ++o) {
+    float mx = 0;
+    for (int64_t i = 0; i < per; ++i) mx = std::max(mx, std::fabs(wv[size_t(o * per + i)]));
+    const float s = mx > 0 ? mx / 127.0f : 1.0f;
+    scale[size_t(o)] = s;
+    for (int64_t i = 0; i < per; ++i)
+      q[size_t(o * per + i)] = int8_t(std::lround(std::min(127.0f, std::max(-127.0f, std::nearbyint(wv[size_t(o * per + i)] / s)))));
+  }
+  const std::string base = n.output(0);
+  add_initializer(g, base + "_W_q", ::onnx::TensorProto::INT8, {w->dims(0), w->dims(1), w->dims(2), w->dims(3)}, q);
+  add_initializer(g, base + "_W_scale", ::onnx::TensorProto::FLOAT, {m, 1, 1}, scale);
+  add_initializer(g, base + "_W_zero", ::onnx::TensorProto::INT8, {}, std::vector<int8_t>{0});
+  nodes.push_back(make_node("DynamicQuantizeLinear", {n.input(0)}, {base + "_x_q", base + "_x_scale", base + "_x_zero"}));
+  auto conv = make_node("ConvInteger", {base + "_x_q", base + "_W_q", base + "_x_zero", base + "_W_zero"},
+                        {base + "_sums"});
+  for (const auto& a : n.attribute()) *conv.add_attribute() = a;
+  nodes.push_back(conv);
+  add_cast_to_float(nodes, base + "_sums", base + "_sums_f");
+  nodes.push_back(make_node("Mul", {base + "_x_scale", base + "_W_scale"}, {base + "_scale"}));
+  nodes.push_back(make_node("Mul", {base + "_sums_f", base + "_scale"}, {b ? base + "_scaled" : base}));
+  if (b) {
+    add_initializer(g, base + "_B", ::onnx::TensorProto::FLOAT, {m, 1, 1}, floats_of(*b));
+    nodes.push_back(make_node("Add", {base + "_scaled", base + "_B"}, {base}));
+  }
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +143,10 @@ int main(int argc, char** argv) {
   std::vector<::onnx::NodeProto> nodes;
   int rewritten = 0;
   for (const auto& n : g.node()) {
+    if (n.op_type() == "Conv") {
+      rewritten += quantize_conv(g, n, nodes);
+      continue;
+    }
     const bool gemm = n.op_type() == "Gemm", matmul = n.op_type() == "MatMul";
     const ::onnx::TensorProto* w = (gemm || matmul) ? find_initializer(g, n.input(1)) : nullptr;
     if (!w || w->data_type() != ::onnx::TensorProto::FLOAT || w->dims_size() != 2 ||
@@ -118,12 +177,7 @@ int main(int argc, char** argv) {
     nodes.push_back(make_node("DynamicQuantizeLinear", {n.input(0)}, {base + "_x_q", base + "_x_scale", base + "_x_zero"}));
     nodes.push_back(make_node("MatMulInteger", {base + "_x_q", base + "_W_q", base + "_x_zero", base + "_W_zero"},
                               {base + "_sums"}));
-    auto cast = make_node("Cast", {base + "_sums"}, {base + "_sums_f"});
-    auto* to = cast.add_attribute();
-    to->set_name("to");
-    to->set_type(::onnx::AttributeProto::INT);
-    to->set_i(::onnx::TensorProto::FLOAT);
-    nodes.push_back(cast);
+    add_cast_to_float(nodes, base + "_sums", base + "_sums_f");
     nodes.push_back(make_node("Mul", {base + "_x_scale", base + "_W_scale"}, {base + "_scale"}));
     const bool bias = gemm && n.input_size() > 2 && !n.input(2).empty();
     nodes.push_back(make_node("Mul", {base + "_sums_f", base + "_scale"}, {bias ? base + "_scaled" : base}));
