@@ -1,5 +1,6 @@
 // The onnx suite: models exported from PyTorch (tests/onnx/models/: the seed CNN,
-// the MLP, the transformer) through ember::onnx::Model::run, next to ONNX Runtime
+// the MLP, the transformer, a 64-channel conv block) and quantized copies of them,
+// through ember::onnx::Model::run, next to ONNX Runtime
 // (bench/peers/ort_bench.js in a node child process, intra-op threads = --threads)
 // in the same run, in alternating rounds: the median latency of batch 1 and the
 // median time of batch 1000. Both sides get the same batch (the committed input
@@ -54,9 +55,13 @@ const ModelCase kCases[] = {
     {"transformer", 2 * (2 * (16.0 * 64 * 192 + 2 * 16.0 * 16 * 64 + 16.0 * 64 * 64 + 2 * 16.0 * 64 * 128) + 16.0 * 64 * 10)},
     // The MLP as ONNX Runtime's dynamic quantization writes it (models/make_quantized.sh).
     {"mlp_int8", 2 * (784.0 * 256 + 256.0 * 128 + 128.0 * 10), "mlp", true},
-    // The seed CNN likewise: its convolutions become ConvInteger.
+    // Two 64-channel 3x3 convolutions at 14x14 (a real network's middle layers) and
+    // the head.
+    {"conv_block", 2 * (2 * 64.0 * 64 * 9 * 14 * 14 + 64.0 * 10)},
+    // The seed CNN and the conv block likewise: their convolutions become ConvInteger.
     {"seed_net_int8", 2 * (6.0 * 24 * 24 * 25 + 12.0 * 8 * 8 * 150 + 192.0 * 120 + 120.0 * 60 + 60.0 * 10), "seed_net",
      true},
+    {"conv_block_int8", 2 * (2 * 64.0 * 64 * 9 * 14 * 14 + 64.0 * 10), "conv_block", true},
 };
 struct BatchCase {
   int64_t batch;

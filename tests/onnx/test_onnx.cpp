@@ -1468,7 +1468,8 @@ int64_t saturated(double v, int64_t lo, int64_t hi) { return std::min<int64_t>(h
 }  // namespace
 
 TEST_CASE("onnx: QLinearConv per output channel, grouped, strided and padded, by its definition", "[onnx][quant]") {
-  const int64_t n = 2, c = 4, h = 6, wd = 5, m = 6, group = 2, kh = 3, kw = 2, cg = c / group;
+  // 8 channels and 8 outputs per group under a 2-wide window: the int8 GEMM's size.
+  const int64_t n = 2, c = 16, h = 6, wd = 5, m = 16, group = 2, kh = 3, kw = 2, cg = c / group;
   const int64_t stride[2] = {2, 1}, pb[2] = {1, 0}, pe[2] = {2, 1};  // pads begin, end: asymmetric
   OneNode conv("QLinearConv", 13);
   conv.output_type(::onnx::TensorProto::UINT8);
@@ -1528,13 +1529,13 @@ TEST_CASE("onnx: ConvInteger over 1-D windows with SAME_LOWER padding and dilati
           "[onnx][quant]") {
   // int8 x and uint8 w with a zero point per output channel; the plan packs the
   // constant w at load and runs the window as a 2-D one of height 1.
-  const int64_t n = 2, c = 3, len = 11, m = 4, k = 3, dil = 2, stride = 2;
+  const int64_t n = 2, c = 6, len = 11, m = 8, k = 3, dil = 2, stride = 2;
   OneNode conv("ConvInteger", 10);
   conv.output_type(::onnx::TensorProto::INT32);
   conv.input("x", {n, c, len}, ::onnx::TensorProto::INT8);
   std::vector<uint8_t> wv, wz;
   for (int64_t i = 0; i < m * c * k; ++i) wv.push_back(code_u8(i));
-  for (int64_t o = 0; o < m; ++o) wz.push_back(uint8_t(100 + 40 * o));
+  for (int64_t o = 0; o < m; ++o) wz.push_back(uint8_t(100 + 19 * o));
   const int8_t xz = -9;
   conv.init_raw<uint8_t>("w", {m, c, k}, ::onnx::TensorProto::UINT8, wv);
   conv.init_raw<int8_t>("xz", {}, ::onnx::TensorProto::INT8, {xz});

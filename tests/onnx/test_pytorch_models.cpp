@@ -93,6 +93,10 @@ TEST_CASE("Ember's seed CNN exported from PyTorch with the seed weights matches 
   check_model({"seed_net", kFloat32, {1, 28, 28}});
 }
 
+TEST_CASE("Two 64-channel convolutions exported from PyTorch match PyTorch", "[onnx][pytorch]") {
+  check_model({"conv_block", kFloat32, {64, 14, 14}});
+}
+
 TEST_CASE("onnx: the PyTorch-exported MLP quantized to int8 stays close and agrees on the class", "[onnx][quant]") {
   const auto model = ember::onnx::load(kModels + "/mlp.onnx");
   size_t rewritten = 0;
@@ -109,7 +113,8 @@ TEST_CASE("onnx: the PyTorch-exported MLP quantized to int8 stays close and agre
   CHECK(argmax(yq, 1).to_vector<int64_t>() == argmax(yf, 1).to_vector<int64_t>());
 }
 
-// The MLP and the seed CNN as ONNX Runtime's dynamic quantization writes them
+// The MLP, the seed CNN and the 64-channel conv block as ONNX Runtime's dynamic
+// quantization writes them
 // (DynamicQuantizeLinear, MatMulInteger or ConvInteger, Cast, Mul; made by
 // models/make_quantized.sh) give ONNX Runtime 1.30's outputs: the codes and int32
 // sums are exact, and the float steps after them are the same few operations in
@@ -117,7 +122,7 @@ TEST_CASE("onnx: the PyTorch-exported MLP quantized to int8 stays close and agre
 // on both CPU kernels and on emu. (Not row by row: DynamicQuantizeLinear takes its
 // scale from the whole batch.)
 TEST_CASE("onnx: models quantized as ONNX Runtime quantizes them give ONNX Runtime's output", "[onnx][quant]") {
-  for (const std::string name : {"mlp", "seed_net"}) {
+  for (const std::string name : {"mlp", "seed_net", "conv_block"}) {
     const Tensor x = ember::onnx::load_tensor(kModels + "/" + name + "_input_0.pb");
     const Tensor want = serialize::load_npy(kModels + "/" + name + "_int8_ort_output_0.npy");
     for (const char* isa : {"generic", "auto"}) {

@@ -1,8 +1,9 @@
 // quant::conv_integer (ONNX's ConvInteger, the sums of QLinearConv) against a plain
 // int64 loop over the definition: every pairing of int8 and uint8 codes, zero
 // points absent, per tensor and per output channel, a bias, groups, strides,
-// dilations and asymmetric padding, packed and unpacked weights, both CPU kernels
-// (generic and VNNI where the CPU has it), output positions split into several
+// dilations and asymmetric padding, packed and unpacked weights, each path (the
+// int8 GEMM, the automatic choice, float64), both CPU kernels (generic and VNNI
+// where the CPU has it), 1x1 windows reading pixels as rows, output positions split into several
 // GEMMs, the 32-bit wrap of long sums, the float64 path past the kernel's exact
 // range, the emu device, and every documented refusal.
 #include <catch2/catch.hpp>
@@ -102,7 +103,8 @@ TEST_CASE("conv_integer: every code pairing, zero-point form and window, against
       {1, 4, 9, 8, 6, 3, 2, window(2, {2, 1}, {1, 2}, {1, 0}, {2, 1})},   // asymmetric pads, dilation
       {2, 6, 5, 7, 6, 2, 3, window(3, {1, 2}, {2, 1}, {0, 2}, {1, 0})},   // 3 groups
       {1, 8, 6, 6, 8, 3, 3, window(8, {1, 1}, {1, 1}, {1, 1}, {1, 1})},   // depthwise
-      {1, 40, 5, 4, 33, 1, 1, window(1, {1, 1}, {1, 1}, {0, 0}, {0, 0})},  // 1x1, two weight panels
+      {1, 40, 5, 4, 33, 1, 1, window(1, {1, 1}, {1, 1}, {0, 0}, {0, 0})},  // 1x1 (pixels as rows), two weight panels
+      {2, 18, 3, 5, 9, 1, 1, window(1, {1, 1}, {1, 1}, {0, 0}, {0, 0})},   // 1x1, channels not a multiple of 4
       {1, 2, 4, 4, 3, 3, 3, window(1, {3, 3}, {1, 1}, {2, 2}, {2, 2})},   // pads wider than the input reach
   };
   for (const char* isa : cpu_kernels()) {
@@ -130,11 +132,17 @@ TEST_CASE("conv_integer: every code pairing, zero-point form and window, against
               bv = values(bias);
             }
             const std::vector<int64_t> want = reference(x, w, zxv, zwv, bv, cs.q);
-            const Tensor got = quant::conv_integer(x, w, zx, zw, bias, cs.q);
-            CHECK(got.dtype() == kInt32);
-            CHECK(values(got) == want);
             const auto packed = quant::pack_conv_weights(w, cs.q.groups);
-            CHECK(values(quant::conv_integer(x, w, zx, zw, bias, cs.q, "conv_integer", packed.get())) == want);
+            for (auto path : {quant::ConvIntegerPath::Int8Gemm, quant::ConvIntegerPath::Auto,
+                              quant::ConvIntegerPath::Float64}) {
+              INFO("path " << int(path));
+              const Tensor got = quant::conv_integer(x, w, zx, zw, bias, cs.q, "conv_integer", nullptr, path);
+              CHECK(got.dtype() == kInt32);
+              CHECK(values(got) == want);
+              if (path != quant::ConvIntegerPath::Float64)
+                CHECK(values(quant::conv_integer(x, w, zx, zw, bias, cs.q, "conv_integer", packed.get(), path)) ==
+                      want);
+            }
           }
     }
   }
@@ -153,7 +161,8 @@ TEST_CASE("conv_integer: output positions split over several products give the s
   for (const char* isa : cpu_kernels()) {
     REQUIRE(cpu::set_isa(isa));
     INFO(isa);
-    CHECK(values(quant::conv_integer(x, w, zx, zw, Tensor(), q)) == want);
+    CHECK(values(quant::conv_integer(x, w, zx, zw, Tensor(), q, "conv_integer", nullptr,
+                                     quant::ConvIntegerPath::Int8Gemm)) == want);
   }
 }
 
@@ -169,7 +178,8 @@ TEST_CASE("conv_integer: sums past int32 wrap as ONNX's int32 sums do; longer on
   for (const char* isa : cpu_kernels()) {
     REQUIRE(cpu::set_isa(isa));
     INFO(isa);
-    CHECK(values(quant::conv_integer(x, w, Tensor(), zw, Tensor(), {})) == std::vector<int64_t>{wrapped, wrapped});
+    CHECK(values(quant::conv_integer(x, w, Tensor(), zw, Tensor(), {}, "conv_integer", nullptr,
+                                     quant::ConvIntegerPath::Int8Gemm)) == std::vector<int64_t>{wrapped, wrapped});
   }
   // 65540 terms: past the kernel's exact range, summed in float64.
   std::mt19937 g(8);

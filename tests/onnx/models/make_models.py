@@ -6,7 +6,8 @@ Run with torch 1.13 and onnx 1.12 (the tests never need either):
 
     /usr/bin/python3 tests/onnx/models/make_models.py
 
-Writes, next to this script, for each model NAME in mlp, resnet, transformer, seed_net:
+Writes, next to this script, for each model NAME in mlp, resnet, transformer, seed_net,
+conv_block:
   NAME.onnx           torch.onnx.export of the model in eval mode, batch axis dynamic
                       ("N"); opset 13, except the transformer at opset 17 so that
                       nn.LayerNorm becomes one LayerNormalization node;
@@ -81,6 +82,22 @@ class ResNet(nn.Module):
         x = self.block2(self.pool1(x))                # 32 x 8 x 8
         x = F.relu(self.bn(self.pool2(x)))            # 32 x 4 x 4
         return self.fc(torch.flatten(self.gap(x), 1))
+
+
+class ConvBlock(nn.Module):
+    """Two 64-channel 3x3 convolutions at 14x14, the width of a real network's
+    middle layers, each with ReLU -> global average pool -> Linear(64, 10). The
+    quantized copy (make_quantized.sh) is the onnx suite's int8 convolution case."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(64, 64, 3, padding=1)
+        self.conv2 = nn.Conv2d(64, 64, 3, padding=1)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv2(F.relu(self.conv1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
 class Transformer(nn.Module):
@@ -180,6 +197,9 @@ def main():
     seed.load_state_dict(read_safetensors(SEED_WEIGHTS))
     torch.manual_seed(3)
     export("seed_net", seed, torch.randn(BATCH, 1, 28, 28), 13)
+
+    torch.manual_seed(4)
+    export("conv_block", ConvBlock(), torch.randn(BATCH, 64, 14, 14), 13)
 
 
 if __name__ == "__main__":
