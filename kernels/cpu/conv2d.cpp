@@ -15,7 +15,8 @@
 // The net's products are tiny (6 x 576 x 25, 12 x 64 x 150 per image), so threads
 // take whole images, each running the single-threaded kernels (cpu::gemm stays on
 // its thread inside a parallel region); the weight gradient is summed per image
-// range and the partial sums added at the end.
+// range and the partial sums added at the end. A single image large enough for the
+// team has its forward pass's output channels shared out instead.
 #include "kernels/cpu/conv2d.h"
 
 #include <omp.h>
