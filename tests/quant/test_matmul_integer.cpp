@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "quant/matmul_integer.h"
+#include "integer_codes.h"
 #include "support/message_of.h"
 #include "tensor/ops.h"
 
@@ -18,17 +19,8 @@ namespace {
 
 using namespace ember;
 
-// Random codes of `dt` with a quarter at the extremes (the largest products).
-Tensor random_codes(const Shape& shape, DType dt, std::mt19937& g) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::uniform_int_distribution<int> u(dt == kInt8 ? -128 : 0, dt == kInt8 ? 127 : 255), pick(0, 3);
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  for (auto& e : v) e = pick(g) == 0 ? (dt == kInt8 ? -128 : 255) : u(g);
-  return tensor(v, shape).to(dt);
-}
-
-std::vector<int64_t> values(const Tensor& t) { return t.to(kCPU, kInt64).contiguous().reshape({t.numel()}).to_vector<int64_t>(); }
+using integer_codes::random_codes;
+using integer_codes::values;
 
 // The reference: a [batch, M, K] and b [batch, K, N] already expanded, zero points
 // as [batch, M] and [batch, N] (empty: zero).
