@@ -20,6 +20,7 @@ namespace ember::quant {
 
 struct PackedConvWeights {
   Shape shape;  // w's
+  DType dtype = kInt8;  // w's: the flip applied when packing
   int64_t groups = 1, k = 0, group_bytes = 0;
   Tensor packed;    // int8: per group, cpu::pack_int8_weights' layout of that group's w'
   Tensor col_sums;  // int32 [M]: sum_k w'_mk
@@ -54,6 +55,7 @@ void check_shapes(const std::string& site, const Tensor& x, const Tensor& w, int
 PackedConvWeights pack_host(const Tensor& w, int64_t groups) {
   PackedConvWeights p;
   p.shape = w.shape();
+  p.dtype = w.dtype();
   p.groups = groups;
   const int64_t m = w.size(0), cg = w.size(1), kh = w.size(2), kw = w.size(3), mg = m / groups;
   p.k = cg * kh * kw;
@@ -143,7 +145,7 @@ Tensor conv_integer(const Tensor& x, const Tensor& w, const Tensor& x_zero, cons
   if (bias.defined() && !(bias.dim() == 1 && bias.size(0) == m))
     throw ShapeError(msg(site, ": the bias must hold one value per output channel, got shape ",
                          shape_str(bias.shape())));
-  if (packed && (packed->shape != w.shape() || packed->groups != win.groups))
+  if (packed && (packed->shape != w.shape() || packed->dtype != w.dtype() || packed->groups != win.groups))
     throw ValueError(msg(site, ": the packed weights were made for another w or group count"));
   // The output's size, with the sizes from outside checked for overflow.
   const char* op = site.c_str();
@@ -151,7 +153,9 @@ Tensor conv_integer(const Tensor& x, const Tensor& w, const Tensor& x_zero, cons
   const int64_t pw = size_add(size_add(wd, win.pad_begin[1], op), win.pad_end[1], op);
   const int64_t rh = size_add(size_mul(kh - 1, win.dilation[0], op), 1, op);
   const int64_t rw = size_add(size_mul(kw - 1, win.dilation[1], op), 1, op);
-  if (kh < 1 || kw < 1 || ph < rh || pw < rw)
+  if (kh < 1 || kw < 1)
+    throw ShapeError(msg(site, ": the kernel must have at least one tap, got w of shape ", shape_str(w.shape())));
+  if (ph < rh || pw < rw)
     throw ShapeError(msg(site, ": the padded input (", ph, " x ", pw, ") is smaller than the kernel's reach (", rh,
                          " x ", rw, ")"));
   const int64_t oh = (ph - rh) / win.stride[0] + 1, ow = (pw - rw) / win.stride[1] + 1;
@@ -175,7 +179,8 @@ Tensor conv_integer(const Tensor& x, const Tensor& w, const Tensor& x_zero, cons
   const uint8_t pad = uint8_t(uint8_t(scalar_zero(x_zero)) ^ x_flip);
   std::vector<int32_t> zw(size_t(m), w.dtype() == kUInt8 ? -128 : 0);
   if (w_zero.defined()) {
-    const std::vector<int32_t> given = w_zero.to(kCPU, kInt32).expand({m}).contiguous().to_vector<int32_t>();
+    const Tensor z = w_zero.to(kCPU, kInt32);
+    const std::vector<int32_t> given = (z.numel() == 1 ? z.reshape({}) : z).expand({m}).contiguous().to_vector<int32_t>();
     for (int64_t o = 0; o < m; ++o) zw[size_t(o)] += given[size_t(o)];
   }
   bool zw_zero = true;  // then the rows' sums are not needed

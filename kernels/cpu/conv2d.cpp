@@ -178,7 +178,9 @@ constexpr int64_t kShareChannels = 16;
 template <class T>
 bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Kernels<T>& k, const T* x, const T* w,
                             const T* bias, T* y) {
-  if (s.n != 1 || s.groups != 1 || omp_in_parallel()) return false;
+  // The stride-1 kernels only: the im2col path would build the whole image's
+  // columns once per share, and its cpu::gemm already uses the team for one image.
+  if (s.n != 1 || s.groups != 1 || !is_direct(s) || omp_in_parallel()) return false;
   const double macs = double(s.c_out) * double(d.K) * double(d.P);
   const int parts = int(std::min<int64_t>({get_num_threads(), s.c_out / kShareChannels, TeamRates::kMax}));
   if (parts < 2 || macs < kParallelMacs * parts) return false;
@@ -203,7 +205,7 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
   grids.reserve(size_t(parts));
   for (const Share& sh : shares) {
     dims.emplace_back(sh.s);
-    grids.push_back(is_direct(s) ? Direct(sh.s, dims.back()) : Direct());
+    grids.push_back(Direct(sh.s, dims.back()));
     const Args<T> a{&sh.s, &dims.back(), &grids.back(), x, w, bias, nullptr, y};
     slice = std::max(slice, round_up(std::max<int64_t>(k.forward_scratch(a), 1), 64 / int64_t(sizeof(T))));
   }

@@ -89,7 +89,7 @@ void conv_int8_rows(const ConvInt8Shape& s, const uint8_t* x, int64_t x_channels
         if (whole_rows) {
           const int64_t first = std::clamp<int64_t>(-ix0, 0, s.kw), last = std::clamp<int64_t>(s.w - ix0, first, s.kw);
           fill_bytes(out, pad, first * C);
-          copy_bytes(out + first * C, line + (ix0 + first) * C, (last - first) * C);
+          if (last > first) copy_bytes(out + first * C, line + (ix0 + first) * C, (last - first) * C);
           fill_bytes(out + last * C, pad, (s.kw - last) * C);
           continue;
         }

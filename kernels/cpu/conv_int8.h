@@ -1,6 +1,6 @@
 // The loops around the int8 GEMM (gemm_int8.h) that make an integer convolution
-// of 8-bit codes (ONNX's ConvInteger and QLinearConv) one matrix product per
-// image and group:
+// of 8-bit codes (ONNX's ConvInteger and QLinearConv) matrix products over the
+// output positions of a batch, one per group (in chunks):
 //   out[oc][p] = sum_k (rows[p][k] - zx) * (w[oc][k] - zw[oc])
 // where row p holds the input patch under output position p. The input is first
 // turned channels-last, so a patch is kh * kw runs of the group's channels and

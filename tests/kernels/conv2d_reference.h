@@ -60,10 +60,10 @@ inline std::vector<Case> cases() {
       // Several weight-gradient ranges (50 images or more each): partials summed in order.
       {"net conv2, batch 101", shape(101, 6, 12, 12, 12, 5, 5), true},
       {"stride 2, pad 1, batch 21 (im2col path)", shape(21, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1), true},
-      // One image large enough for the team: the threads share its 40 output
-      // channels (20 each), on the stride-1 kernels and on the im2col path.
+      // One image large enough for the team: on the stride-1 kernels the threads
+      // share its 40 output channels (20 each); with stride 2 cpu::gemm takes the team.
       {"one image, output channels shared", shape(1, 8, 24, 24, 40, 3, 3, 1, 1, 1, 1), true},
-      {"one image, stride 2, output channels shared", shape(1, 8, 24, 24, 40, 3, 3, 2, 2, 1, 1), true},
+      {"one image, stride 2, the team inside the GEMM", shape(1, 8, 24, 24, 40, 3, 3, 2, 2, 1, 1), true},
   };
 }
 

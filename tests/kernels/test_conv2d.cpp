@@ -254,6 +254,38 @@ TEST_CASE("conv2d forward and input gradient keep their bits however the team's 
   }
 }
 
+TEST_CASE("conv2d forward of one image has the same bits on one thread and on a team sharing its channels",
+          "[kernels][conv2d]") {
+  // Each output channel's sums are one thread's, in the kernel's own order, however
+  // the channels are shared: 40 channels, 20 per thread on two, 12/12/16 on three.
+  struct Restore {
+    int threads = ember::get_num_threads();
+    ~Restore() { ember::set_num_threads(threads); }
+  } restore;
+  const Conv2dShape s = shape(1, 8, 24, 24, 40, 3, 3, 1, 1, 1, 1);
+  std::mt19937 g(5);
+  const Sizes z = sizes(s);
+  const auto x = as<float>(random_values(z.x, g)), w = as<float>(random_values(z.w, g)),
+             b = as<float>(random_values(s.c_out, g));
+  const auto xd = random_values(z.x, g), wd = random_values(z.w, g), bd = random_values(s.c_out, g);
+  const auto run = [&] {
+    std::vector<float> y(z.y);
+    std::vector<double> yd(z.y);
+    ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), b.data(), y.data());
+    ember::cpu::conv2d_forward(DType::Float64, s, xd.data(), wd.data(), bd.data(), yd.data());
+    return std::make_pair(y, yd);
+  };
+  ember::set_num_threads(1);
+  const auto one = run();
+  for (int threads : {2, 3}) {
+    ember::set_num_threads(threads);
+    INFO("threads " << threads);
+    const auto team = run();
+    CHECK(team.first == one.first);
+    CHECK(team.second == one.second);
+  }
+}
+
 TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {
   Conv2dShape s = shape(0, 2, 5, 5, 3, 3, 3);
   std::vector<double> w(sizes(s).w, 1.0), gw(sizes(s).w, 5.0), gb(3, 5.0);

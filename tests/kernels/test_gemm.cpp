@@ -18,6 +18,7 @@
 #include "kernels/cpu/gemm_kernel.h"
 #include "kernels/cpu/isa.h"
 #include "support/gemm_matrix.h"
+#include "support/sanitized.h"
 
 namespace {
 
@@ -300,7 +301,8 @@ TEMPLATE_TEST_CASE("gemm reads broadcast operands through zero strides", "[gemm]
 TEMPLATE_TEST_CASE("gemm across cache blocks and thread counts", "[gemm]", float, double) {
   using T = TestType;
   for_each_kernel([] {
-    for (int threads : {1, 2, 3}) {
+    // 1, 2 and 3 threads; 3 only under AddressSanitizer (support/sanitized.h).
+    for (int threads : cache_block_test_teams()) {
       ThreadsGuard guard(threads);
       INFO("threads " << threads);
       // Rows beyond one MC block on one thread, depth beyond one KC block, and a

@@ -20,6 +20,7 @@
 #include "kernels/cpu/gemm_kernel.h"
 #include "kernels/cpu/isa.h"
 #include "support/gemm_matrix.h"
+#include "support/sanitized.h"
 
 namespace {
 
@@ -135,7 +136,8 @@ TEST_CASE("gemm_bf16 matches a float64 reference on square and odd sizes", "[gem
 
 TEST_CASE("gemm_bf16 across cache blocks and thread counts", "[gemm][bf16]") {
   for_each_path([](const std::string&) {
-    for (int threads : {1, 2, 3}) {
+    // 1, 2 and 3 threads; 3 only under AddressSanitizer (support/sanitized.h).
+    for (int threads : cache_block_test_teams()) {
       ThreadsGuard guard(threads);
       INFO("threads " << threads);
       // Depth beyond one KC block (an odd last block), rows beyond one MC block, a
@@ -273,7 +275,8 @@ void run_rounded_case(int64_t batch, int64_t m, int64_t n, int64_t k, float alph
 
 TEST_CASE("gemm_bf16_rounded: bfloat16 C, bias and ReLU against a float64 reference", "[gemm][bf16]") {
   for_each_path([](const std::string&) {
-    for (int threads : {1, 2, 3}) {
+    // 1, 2 and 3 threads; 3 only under AddressSanitizer (support/sanitized.h).
+    for (int threads : cache_block_test_teams()) {
       ThreadsGuard guard(threads);
       INFO("threads " << threads);
       for (int64_t s : {1, 17, 33, 127})

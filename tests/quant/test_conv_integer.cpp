@@ -113,7 +113,7 @@ TEST_CASE("conv_integer: every code pairing, zero-point form and window, against
             if (zform > 0) {
               zx = random_codes({}, xt, g);
               zxv = values(zx)[0];
-              zw = random_codes(zform == 1 ? Shape{1} : Shape{cs.m}, wt, g);
+              zw = random_codes(zform == 1 ? Shape{1, 1} : Shape{cs.m}, wt, g);
               for (int64_t o = 0; o < cs.m; ++o) zwv[size_t(o)] = values(zw)[size_t(zform == 1 ? 0 : o)];
               std::uniform_int_distribution<int32_t> ub(-100000, 100000);
               std::vector<int32_t> b;
@@ -140,8 +140,8 @@ TEST_CASE("conv_integer: every code pairing, zero-point form and window, against
 
 TEST_CASE("conv_integer: output positions split over several products give the same sums", "[quant][conv_integer]") {
   // 4096 channels under a 2x2 kernel: rows of 16384 bytes, so 64 positions per
-  // product, and the 2 x 81 positions of two 9x9 outputs in three, two of which
-  // hold positions of both images.
+  // product, and the 2 x 81 positions of two 9x9 outputs in three, the second of
+  // which holds positions of both images.
   IsaGuard guard;
   std::mt19937 g(4);
   const Tensor x = random_codes({2, 4096, 10, 10}, kUInt8, g), w = random_codes({3, 4096, 2, 2}, kUInt8, g);
@@ -175,8 +175,28 @@ TEST_CASE("conv_integer: sums past int32 wrap as ONNX's int32 sums do; longer on
   std::mt19937 g(8);
   const Tensor x2 = random_codes({1, 16385, 2, 3}, kInt8, g), w2 = random_codes({2, 16385, 2, 2}, kInt8, g);
   const Tensor zx2 = full({}, -3, kInt8);
-  CHECK(values(quant::conv_integer(x2, w2, zx2, Tensor(), Tensor(), {})) ==
-        reference(x2, w2, -3, {0, 0}, {}, {}));
+  CHECK(values(quant::conv_integer(x2, w2, zx2, Tensor(), Tensor(), {}, "conv_integer", nullptr,
+                                   quant::ConvIntegerPath::Int8Gemm)) == reference(x2, w2, -3, {0, 0}, {}, {}));
+}
+
+TEST_CASE("conv_integer: rows, products and stores large enough for the thread team", "[quant][conv_integer]") {
+  // 512 positions of 576-byte rows and 64 outputs: every loop splits its work over
+  // the team (OMP_NUM_THREADS=2 in the suite); zero points per output channel make
+  // the row sums run too.
+  IsaGuard guard;
+  std::mt19937 g(13);
+  const Tensor x = random_codes({2, 64, 16, 16}, kUInt8, g), w = random_codes({64, 64, 3, 3}, kInt8, g);
+  const Tensor zx = full({}, 99, kUInt8), zw = random_codes({64}, kInt8, g);
+  std::vector<int32_t> b;
+  for (int i = 0; i < 64; ++i) b.push_back(i * 1000 - 31000);
+  const Tensor bias = tensor(b, {64});
+  const quant::ConvIntegerWindow q = window(1, {1, 1}, {1, 1}, {1, 1}, {1, 1});
+  const std::vector<int64_t> want = reference(x, w, 99, values(zw), values(bias), q);
+  for (const char* isa : cpu_kernels()) {
+    REQUIRE(cpu::set_isa(isa));
+    INFO(isa);
+    CHECK(values(quant::conv_integer(x, w, zx, zw, bias, q)) == want);
+  }
 }
 
 TEST_CASE("conv_integer: on emu, the float64 path gives the same sums", "[quant][conv_integer][device]") {
@@ -220,6 +240,11 @@ TEST_CASE("conv_integer: refusals, exactly as documented", "[quant][conv_integer
   const auto other = quant::pack_conv_weights(zeros({2, 2, 2, 2}, kInt8), 2);
   CHECK(message_of<ValueError>([&] { quant::conv_integer(x, w, {}, {}, {}, q, "conv_integer", other.get()); }) ==
         "conv_integer: the packed weights were made for another w or group count");
+  const auto as_uint8 = quant::pack_conv_weights(zeros({2, 4, 2, 2}, kUInt8), 1);
+  CHECK(message_of<ValueError>([&] { quant::conv_integer(x, w, {}, {}, {}, q, "conv_integer", as_uint8.get()); }) ==
+        "conv_integer: the packed weights were made for another w or group count");
+  CHECK(message_of<ShapeError>([&] { quant::conv_integer(x, zeros({2, 4, 0, 2}, kInt8), {}, {}, {}, q); }) ==
+        "conv_integer: the kernel must have at least one tap, got w of shape [2, 4, 0, 2]");
   CHECK(message_of<ShapeError>([&] { quant::pack_conv_weights(w, 3); }) ==
         "conv_integer: w of shape [2, 4, 2, 2] cannot be packed in 3 groups");
 }
