@@ -1665,6 +1665,13 @@ TEST_CASE("onnx: the quantized ops' refusals, exactly as documented", "[onnx][qu
   CHECK(message_of<ShapeError>([&] { wz.load().run({zeros({1, 2, 3, 3}, kUInt8)}); }) ==
         "ONNX op 'ConvInteger' (node 'n', opset 10): w's zero point must hold one value or one per output channel, "
         "got shape [2]");
+  // A weight of rank 2 (a 0-D window): neither the int8 GEMM nor Conv's builder takes it.
+  OneNode rank2("ConvInteger", 10);
+  rank2.output_type(::onnx::TensorProto::INT32);
+  rank2.input("x", {1, 2}, ::onnx::TensorProto::UINT8);
+  rank2.init_raw<uint8_t>("w", {1, 2}, ::onnx::TensorProto::UINT8, {1, 2});
+  CHECK(message_of<NotImplementedError>([&] { rank2.load().run({zeros({1, 2}, kUInt8)}); }) ==
+        "ONNX op 'ConvInteger' (node 'n', opset 10): a 0-D convolution is not supported");
   // QLinearMatMul's scales: a's per row, b's per column, y's one value.
   for (int bad = 0; bad < 3; ++bad) {
     OneNode q("QLinearMatMul", 10);
