@@ -31,6 +31,14 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
                                                   Pair stride, Pair padding, Pair dilation, int64_t groups,
                                                   bool with_bias);
 
+// relu(conv2d(x, weight, bias, ...)), the same values and gradients. On the CPU in
+// float32 and float64 with nothing to record for autograd (inference: NoGradGuard,
+// or operands that need no gradient) and no autocast, each image's output goes
+// through ReLU as it is made, on the thread that made it (no second tensor, no second
+// pass over memory); otherwise it is the two ops.
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride = {1, 1},
+                   Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
+
 // max_pool2d(relu(conv2d(x, weight, bias, ...)), {2, 2}) as one op. On the CPU in
 // float32, float64, bfloat16 and bfloat16 autocast the convolution's output is pooled
 // image by image as it is computed and never stored, and the node keeps one byte per

@@ -21,9 +21,10 @@ using ember::conv2d_set_output_size;
 // gradients do too, possibly in a few more entries than a term-by-term sum gives:
 // the stride-1 kernels multiply zeros of grad_y by values just outside a tap's reach.
 
-// y = conv(x, weight) + bias.
+// y = conv(x, weight) + bias, then ReLU (NaN kept) when relu: float32 and float64
+// only, applied to each image's output as it is made (ValueError for other dtypes).
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
-                    const void* bias, void* y);
+                    const void* bias, void* y, bool relu = false);
 
 // grad_x = d(sum grad_y . y)/dx: every input element collects grad_y times the
 // weight over the outputs its value reaches. grad_x is overwritten.

@@ -6,7 +6,8 @@
 // rounded to bfloat16) and on the paths that run the three ops (float16, bfloat16
 // layers the bfloat16 GEMM serves, outputs too small to pool); conv2d's
 // errors unchanged; the seed network's outputs and gradients unchanged. Also
-// linear_relu against relu(linear(.)), and the seed network without grad.
+// linear_relu against relu(linear(.)), conv2d_relu against relu(conv2d(.)), and the
+// seed network without grad.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -17,6 +18,8 @@
 #include "ember.h"
 #include "nn/amp/autocast.h"
 #include "nn/nn.h"
+#include "kernels/cpu/conv2d.h"
+#include "tensor/conv_args.h"
 
 #include "../kernels/isa_guard.h"
 
@@ -291,4 +294,69 @@ TEST_CASE("the seed network without grad gives the outputs of the unfused ops", 
   t = F::relu(F::linear(t.flatten(1), net.fc1->weight, net.fc1->bias));
   t = F::relu(F::linear(t, net.fc2->weight, net.fc2->bias));
   CHECK(same_bits(net(x), F::linear(t, net.out->weight, net.out->bias)));
+}
+
+// conv2d_relu (tensor/nn_ops.h): ReLU applied to each image's output inside the
+// convolution's pass where nothing is recorded, the two ops otherwise; the bits of
+// relu(conv2d(.)) either way, NaN kept, on both kernel families (the stride-1 direct
+// kernels, one image's channels shared out, and im2col), 1 to 3 threads.
+TEST_CASE("conv2d_relu gives the bits of relu(conv2d) with and without grad", "[nn][conv2d]") {
+  testing::IsaGuard guard;
+  struct Case {
+    const char* what;
+    Shape x, w;
+    Conv c;
+  };
+  const std::vector<Case> cases = {
+      {"stride 1, a batch", {3, 5, 11, 10}, {7, 5, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {"one image, 40 channels shared out", {1, 16, 14, 14}, {40, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {"stride 2, grouped, dilated (im2col)", {2, 6, 13, 12}, {8, 3, 3, 3}, {{2, 2}, {2, 2}, {2, 2}, 2}},
+  };
+  for (const Case& k : cases) {
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int threads : {1, 2, 3}) {
+        INFO(k.what << ", " << dtype_name(dt) << ", " << threads << " threads");
+        set_num_threads(threads);
+        Generator gen(9);
+        Tensor x = randn(k.x, {dt}, &gen), w = randn(k.w, {dt}, &gen), b = randn({k.w[0]}, {dt}, &gen);
+        x.select(0, 0).select(0, 1).select(0, 4).select(0, 5).fill_(NAN);  // a few NaN outputs
+        auto conv = [&](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
+          return conv2d(x_, w_, b_, k.c.stride, k.c.padding, k.c.dilation, k.c.groups);
+        };
+        {
+          NoGradGuard no_grad;
+          CHECK(same_bits(conv2d_relu(x, w, b, k.c.stride, k.c.padding, k.c.dilation, k.c.groups), conv(x, w, b).relu()));
+          CHECK(same_bits(conv2d_relu(x, w, Tensor(), k.c.stride, k.c.padding, k.c.dilation, k.c.groups),
+                          conv(x, w, Tensor()).relu()));
+        }
+        Tensor gy = randn({conv(x, w, b).numel()}, {kFloat64}, &gen);
+        const Run fused = run([&](const Tensor& x_, const Tensor& w_, const Tensor& b_) {
+          return conv2d_relu(x_, w_, b_, k.c.stride, k.c.padding, k.c.dilation, k.c.groups);
+        }, x, w, b, gy);
+        const Run two = run([&](const Tensor& x_, const Tensor& w_, const Tensor& b_) { return conv(x_, w_, b_).relu(); },
+                            x, w, b, gy);
+        CHECK(same_bits(fused.y, two.y));
+        CHECK(same_bits(fused.gx, two.gx));
+        CHECK(same_bits(fused.gw, two.gw));
+        CHECK(same_bits(fused.gb, two.gb));
+      }
+    }
+  }
+  // Where it runs the two ops: bfloat16 and float16, conv2d's errors.
+  {
+    NoGradGuard no_grad;
+    Generator gen(2);
+    Tensor x = randn({2, 3, 8, 8}, {}, &gen), w = randn({4, 3, 3, 3}, {}, &gen);
+    for (DType half : {kBFloat16, kFloat16})
+      CHECK(same_bits(conv2d_relu(x.to(half), w.to(half), Tensor()), conv2d(x.to(half), w.to(half), Tensor()).relu()));
+    CHECK_THROWS_WITH(conv2d_relu(x, randn({4, 2, 3, 3}, {}, &gen), Tensor()),
+                      Catch::Contains("expected input[2, 3, 8, 8] to have 2 channels"));
+  }
+}
+
+TEST_CASE("conv2d_forward refuses relu for other dtypes than float32 and float64", "[nn][conv2d][errors]") {
+  const Conv2dShape s = conv2d_shape({1, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1);
+  std::vector<uint16_t> x(9), w(1), y(9);
+  CHECK_THROWS_MATCHES(cpu::conv2d_forward(DType::BFloat16, s, x.data(), w.data(), nullptr, y.data(), true),
+                       ValueError, Message("conv2d_forward: relu needs float32 or float64 values, got bfloat16"));
 }
