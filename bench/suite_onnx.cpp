@@ -162,9 +162,9 @@ void print_breakdown(const std::string& name, const onnx::Model& model, const Te
       continue;
     }
     std::sort(per_step[i].begin(), per_step[i].end());
-    const std::string& where = plan->steps[i].where;  // "ONNX op 'Conv' (node ...)"
-    const size_t a = where.find('\''), b = where.find('\'', a + 1);
-    auto& slot = by_op[where.substr(a + 1, b - a - 1)];
+    std::string op = plan->steps[i].op_type;  // "Conv+Relu+MaxPool" for a fused step
+    for (const std::string& f : plan->steps[i].fused) op += "+" + f;
+    auto& slot = by_op[op];
     slot.first += 1;
     slot.second += median(per_step[i]);
     total += median(per_step[i]);

@@ -37,12 +37,14 @@ void check_input(const ValueInfo& v, const Tensor& t) {
 
 }  // namespace
 
-// Errors an op raised itself already name the node and pass unchanged.
+// Errors that already name a node pass unchanged: those an op raised itself, and
+// those of a node inside a fused step (onnx/fuse.cpp), named by its own node.
 void rethrow_at(const std::string& where) {
   try {
     throw;
   } catch (const Error& e) {
-    if (std::string(e.what()).rfind(where, 0) == 0) throw;
+    const std::string what = e.what();
+    if (what.rfind(where, 0) == 0 || what.rfind("ONNX op '", 0) == 0) throw;
   }
   std::string prefix = where + ": ";
   try {

@@ -3,7 +3,7 @@
 // their dependencies (Kahn's algorithm, so a cycle or a dangling name is named
 // rather than looped over), build each node's function through the op table,
 // run the nodes whose inputs are all constants once, now, and keep the rest as
-// steps. Finally, place the constants on the model's device and work out where
+// steps, chains of them fused where Ember has the fused op (onnx/fuse.cpp). Finally, place the constants on the model's device and work out where
 // each intermediate is read for the last time.
 #include <algorithm>
 #include <cmath>
@@ -15,6 +15,7 @@
 
 #include "kernels/base/error.h"
 #include "onnx/checker.h"
+#include "onnx/fuse.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/plan.h"
 #include "onnx/tensor_proto.h"
@@ -301,6 +302,8 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
     plan->outputs.push_back(info);
     plan->output_refs.push_back(it->second.ref);
   }
+
+  fuse_steps(*plan);
 
   // Release each slot after its last reader; graph outputs are never released.
   std::vector<int64_t> last(plan->num_slots, -1);

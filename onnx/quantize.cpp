@@ -51,7 +51,7 @@ Model quantize_dynamic(const Model& model, size_t* rewritten) {
   for (Step& step : plan->steps) {
     const Tensor* b = constant_input(*plan, step, 1);
     if (!b || b->dtype() != kFloat32 || b->dim() != 2) continue;
-    if (step.op_type == "MatMul") {
+    if (step.op_type == "MatMul" && step.fused.empty()) {
       auto packed = pack(b->t(), Tensor(), plan->device);
       step.fn = [packed](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{quant::linear_int8_dynamic(in[0], *packed, "MatMul")};
@@ -66,11 +66,14 @@ Model quantize_dynamic(const Model& model, size_t* rewritten) {
       bool c_in_bias = c && beta == 1.0 && c->dtype() == kFloat32 && c->numel() == w.size(0) &&
                        (c->dim() == 1 || (c->dim() == 2 && c->size(0) == 1));
       auto packed = pack(w, c_in_bias ? c->reshape({w.size(0)}) : Tensor(), plan->device);
-      step.fn = [packed, c_in_bias, beta](const std::vector<Tensor>& in) {
+      // A Gemm step with a Relu fused into it (onnx/fuse.cpp) keeps its Relu.
+      const bool relu = !step.fused.empty();
+      if (relu && step.fused != std::vector<std::string>{"Relu"}) continue;
+      step.fn = [packed, c_in_bias, beta, relu](const std::vector<Tensor>& in) {
         Tensor y = quant::linear_int8_dynamic(in[0], *packed, "Gemm");
         if (!c_in_bias && in.size() > 2 && in[2].defined() && beta != 0.0)
           y = add(y, beta == 1.0 ? in[2] : mul(in[2], beta));
-        return std::vector<Tensor>{y};
+        return std::vector<Tensor>{relu ? y.relu() : y};
       };
     } else {
       continue;

@@ -15,43 +15,14 @@
 
 #include "ember.h"
 #include "../support/message_of.h"
+#include "model_builder.h"
 #include "onnx/onnx_pb.h"
 
 using namespace ember;
+using namespace ember_test;
 namespace fs = std::filesystem;
 
 namespace {
-
-void set_input(::onnx::ValueInfoProto* v, const std::string& name, std::vector<std::variant<int64_t, std::string>> dims) {
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(::onnx::TensorProto::FLOAT);
-  auto* shape = tt->mutable_shape();
-  for (const auto& d : dims) {
-    auto* dim = shape->add_dim();
-    if (std::holds_alternative<int64_t>(d)) dim->set_dim_value(std::get<int64_t>(d));
-    else dim->set_dim_param(std::get<std::string>(d));
-  }
-}
-
-::onnx::NodeProto* add_node(::onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
-                            std::vector<std::string> out, const std::string& name = "") {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(name.empty() ? op : name);
-  for (const auto& s : in) n->add_input(s);
-  for (const auto& s : out) n->add_output(s);
-  return n;
-}
-
-// A model with no nodes yet: IR version 8, the default domain at `opset`.
-::onnx::ModelProto new_model(const std::string& name, int64_t opset = 13) {
-  ::onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(opset);
-  m.mutable_graph()->set_name(name);
-  return m;
-}
 
 // y = relu(x @ W + B), x [N, 3], W [3, 2] (raw_data), B [2] (float_data).
 ::onnx::ModelProto linear_relu_model() {
@@ -94,11 +65,6 @@ std::vector<double> reference(const std::vector<float>& x, int64_t n) {
   return y;
 }
 
-std::string bytes_of(const ::onnx::ModelProto& m) {
-  std::string s;
-  m.SerializeToString(&s);
-  return s;
-}
 
 }  // namespace
 
