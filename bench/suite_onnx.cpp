@@ -163,7 +163,7 @@ void print_breakdown(const std::string& name, const onnx::Model& model, const Te
     }
     std::sort(per_step[i].begin(), per_step[i].end());
     std::string op = plan->steps[i].op_type;  // "Conv+Relu+MaxPool" for a fused step
-    for (const std::string& f : plan->steps[i].fused) op += "+" + f;
+    for (const auto& f : plan->steps[i].fused) op += "+" + f.op_type;
     auto& slot = by_op[op];
     slot.first += 1;
     slot.second += median(per_step[i]);

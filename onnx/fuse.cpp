@@ -18,6 +18,7 @@
 
 #include "onnx/window.h"
 #include "quant/dequantize_sums.h"
+#include "tensor/autocast.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
 
@@ -107,15 +108,23 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
       const Shape kernel{w.size(2), w.size(3)};
       if (attrs.kernel.empty() || attrs.kernel == kernel) {
         const Window win = resolve_window(attrs, kernel, x, where);
+        // The output's size along spatial dim i; 0 when it is below one or the
+        // attributes overflow (then the steps apart raise the Conv's own error).
         auto out_size = [&](int i) {
-          const int64_t span = win.dilation[i] * (kernel[i] - 1) + 1;
-          const int64_t room = x.size(i + 2) + 2 * win.pad_begin[i] - span;
+          int64_t span = 0, padded = 0, room = 0;
+          if (__builtin_mul_overflow(win.dilation[i], kernel[i] - 1, &span) ||
+              __builtin_mul_overflow(win.pad_begin[i], int64_t(2), &padded) ||
+              __builtin_add_overflow(x.size(i + 2), padded, &padded) ||
+              __builtin_sub_overflow(padded, span + 1, &room))
+            return int64_t(0);
           return room < 0 ? int64_t(0) : room / win.stride[i] + 1;
         };
         const Pair stride{win.stride[0], win.stride[1]}, pad{win.pad_begin[0], win.pad_begin[1]},
             dilation{win.dilation[0], win.dilation[1]};
-        if (win.symmetric() && !pool) return std::vector<Tensor>{conv2d_relu(x, w, b, stride, pad, dilation, groups)};
-        if (win.symmetric() && out_size(0) >= 2 && out_size(1) >= 2)
+        const int64_t least = pool ? 2 : 1;
+        if (win.symmetric() && out_size(0) >= least && out_size(1) >= least && !pool)
+          return std::vector<Tensor>{conv2d_relu(x, w, b, stride, pad, dilation, groups)};
+        if (win.symmetric() && out_size(0) >= least && out_size(1) >= least)
           return std::vector<Tensor>{conv2d_relu_pool2x2(x, w, b, stride, pad, dilation, groups)};
       }
     }
@@ -124,15 +133,19 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
 }
 
 // Gemm (transA 0, alpha 1, beta 1) -> Relu: linear_relu with W = B (transB) or
-// B^T, when A and B are matrices, C is absent or one value per output, and all
-// sit on one device; the two steps otherwise.
+// B^T, when A and B are float32 or float64 matrices outside autocast, C is absent
+// or one value per output, and all sit on one device; the two steps otherwise.
+// (linear_relu rounds a bfloat16 product once with its bias; Gemm's addmm and the
+// Add round twice.)
 OpFn gemm_relu(const Step& gemm, std::vector<Part> parts) {
   const bool tb = int_attr(gemm, "transB", 0) != 0;
   return [tb, parts = std::move(parts)](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     const Tensor& b = in[1];
     const Tensor c = in.size() > 2 ? in[2] : Tensor();
-    if (x.dim() == 2 && b.dim() == 2) {
+    const bool exact = (x.dtype() == kFloat32 || x.dtype() == kFloat64) &&
+                       !autocast::applies(autocast::Policy::lower, {&x, &b, &c});
+    if (exact && x.dim() == 2 && b.dim() == 2) {
       const Tensor w = tb ? b : b.t();  // [out, in]
       const bool c_fits = !c.defined() || (c.dim() == 1 && c.size(0) == w.size(0) && c.device() == x.device());
       if (c_fits && x.size(1) == w.size(1) && w.device() == x.device())
@@ -174,13 +187,16 @@ size_t fuse_steps(Plan& plan) {
     for (const ValueRef& r : plan.steps[i].inputs)
       if (r.kind == ValueRef::Kind::Slot && readers[r.index] == 1) reader_of[r.index] = static_cast<int64_t>(i);
 
+  std::vector<bool> dropped(plan.steps.size(), false);  // merged into a fused step already
   // The step of type `op` that alone reads `from`'s one output, and where among
-  // its inputs it reads it.
+  // its inputs it reads it; not one that an earlier chain took (its Add may read
+  // this chain's value as its other operand).
   auto next = [&](size_t from, const char* op) -> std::pair<int64_t, size_t> {
     const Step& f = plan.steps[from];
     if (f.outputs.size() != 1 || f.outputs[0] < 0 || f.shape_only) return {-1, 0};
     const int64_t r = reader_of[static_cast<size_t>(f.outputs[0])];
-    if (r < 0 || plan.steps[size_t(r)].op_type != op || plan.steps[size_t(r)].shape_only) return {-1, 0};
+    if (r < 0 || dropped[size_t(r)] || !plan.steps[size_t(r)].fused.empty()) return {-1, 0};
+    if (plan.steps[size_t(r)].op_type != op || plan.steps[size_t(r)].shape_only) return {-1, 0};
     const Step& n = plan.steps[size_t(r)];
     for (size_t k = 0; k < n.inputs.size(); ++k)
       if (n.inputs[k].kind == ValueRef::Kind::Slot && n.inputs[k].index == uint32_t(f.outputs[0])) return {r, k};
@@ -191,7 +207,6 @@ size_t fuse_steps(Plan& plan) {
     return r >= 0 && plan.steps[size_t(r)].inputs.size() == 1 ? r : -1;
   };
 
-  std::vector<bool> dropped(plan.steps.size(), false);
   size_t removed = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Step& first = plan.steps[i];
@@ -227,8 +242,10 @@ size_t fuse_steps(Plan& plan) {
     } else if (op == "MatMulInteger" || op == "ConvInteger") {
       const int64_t cast = only_input(i, "Cast");
       if (cast < 0 || int_attr(plan.steps[size_t(cast)], "to", 0) != 1) continue;  // to float32
+      // Mul and Add broadcast as numpy does: no legacy broadcast/axis attributes.
+      auto binary = [&](int64_t s) { return plan.steps[size_t(s)].inputs.size() == 2 && plan.steps[size_t(s)].attrs.empty(); };
       auto [mul, mul_at] = next(size_t(cast), "Mul");
-      if (mul < 0 || plan.steps[size_t(mul)].inputs.size() != 2) continue;
+      if (mul < 0 || !binary(mul)) continue;
       part(i, own);
       part(size_t(cast), {-1});
       chain.push_back(size_t(cast));
@@ -237,7 +254,7 @@ size_t fuse_steps(Plan& plan) {
       part(size_t(mul), mul_at == 0 ? std::vector<int>{-1, mul_arg} : std::vector<int>{mul_arg, -1});
       chain.push_back(size_t(mul));
       int add_arg = -1;
-      if (auto [add, add_at] = next(size_t(mul), "Add"); add >= 0 && plan.steps[size_t(add)].inputs.size() == 2) {
+      if (auto [add, add_at] = next(size_t(mul), "Add"); add >= 0 && binary(add)) {
         add_arg = int(fused.inputs.size());
         fused.inputs.push_back(plan.steps[size_t(add)].inputs[1 - add_at]);
         part(size_t(add), add_at == 0 ? std::vector<int>{-1, add_arg} : std::vector<int>{add_arg, -1});
@@ -259,7 +276,7 @@ size_t fuse_steps(Plan& plan) {
     fused.where = first.where;
     fused.op_type = first.op_type;
     fused.attrs = first.attrs;
-    for (size_t k = 1; k < chain.size(); ++k) fused.fused.push_back(plan.steps[chain[k]].op_type);
+    for (size_t k = 1; k < chain.size(); ++k) fused.fused.push_back({plan.steps[chain[k]].op_type, plan.steps[chain[k]].where});
     for (size_t k = 0; k + 1 < chain.size(); ++k) dropped[chain[k]] = true;
     removed += chain.size() - 1;
     plan.steps[last] = std::move(fused);

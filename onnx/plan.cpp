@@ -37,14 +37,12 @@ void check_input(const ValueInfo& v, const Tensor& t) {
 
 }  // namespace
 
-// Errors that already name a node pass unchanged: those an op raised itself, and
-// those of a node inside a fused step (onnx/fuse.cpp), named by its own node.
+// Errors an op raised itself already name the node and pass unchanged.
 void rethrow_at(const std::string& where) {
   try {
     throw;
   } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.rfind(where, 0) == 0 || what.rfind("ONNX op '", 0) == 0) throw;
+    if (std::string(e.what()).rfind(where, 0) == 0) throw;
   }
   std::string prefix = where + ": ";
   try {
@@ -125,7 +123,10 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& given) const {
     std::vector<Tensor> outs;
     try {
       outs = step.fn(args);
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      // A node fused into this step (onnx/fuse.cpp) named itself.
+      for (const Step::FusedNode& f : step.fused)
+        if (std::string(e.what()).rfind(f.where, 0) == 0) throw;
       rethrow_at(step.where);
     }
     if (outs.size() < step.outputs.size())

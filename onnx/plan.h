@@ -32,9 +32,13 @@ struct Step {
   std::string where;                // "ONNX op 'Conv' (node 'conv1', opset 13)", for errors
   std::string op_type;              // what rewrites of the plan (onnx/quantize.cpp) look at
   std::map<std::string, Attribute> attrs;
-  // The ops of later nodes fused into this step (onnx/fuse.cpp), in order: {"Relu",
-  // "MaxPool"} for a convolution block. op_type, where and attrs are the first node's.
-  std::vector<std::string> fused;
+  // The later nodes fused into this step (onnx/fuse.cpp), in order: Relu and
+  // MaxPool for a convolution block. op_type, where and attrs are the first node's;
+  // an error a fused node raises already names that node.
+  struct FusedNode {
+    std::string op_type, where;
+  };
+  std::vector<FusedNode> fused;
   // Reads only constants and values computed from the inputs' shapes (Shape and
   // what follows from it): its outputs depend on the input shapes alone, so
   // run() computes them once per set of input shapes (ShapeMemo).
@@ -80,7 +84,7 @@ class Plan {
 };
 
 // Re-raises the ember::Error being handled with `where` ("ONNX op 'X' (node
-// 'n', opset k)") in front, keeping its class, unless it already names a node.
+// 'n', opset k)") in front, keeping its class, unless it already starts so.
 [[noreturn]] void rethrow_at(const std::string& where);
 
 // Builds the plan of a model's bytes (plan_builder.cpp). `where` names the model

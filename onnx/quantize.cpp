@@ -57,6 +57,9 @@ Model quantize_dynamic(const Model& model, size_t* rewritten) {
         return std::vector<Tensor>{quant::linear_int8_dynamic(in[0], *packed, "MatMul")};
       };
     } else if (step.op_type == "Gemm") {
+      // A Gemm step with a Relu fused into it (onnx/fuse.cpp) keeps its Relu.
+      const bool relu = !step.fused.empty();
+      if (relu && (step.fused.size() != 1 || step.fused[0].op_type != "Relu")) continue;
       if (int_attr(step, "transA", 0) != 0 || float_attr(step, "alpha", 1.0) != 1.0) continue;
       Tensor w = int_attr(step, "transB", 0) ? *b : b->t();
       double beta = float_attr(step, "beta", 1.0);
@@ -66,9 +69,6 @@ Model quantize_dynamic(const Model& model, size_t* rewritten) {
       bool c_in_bias = c && beta == 1.0 && c->dtype() == kFloat32 && c->numel() == w.size(0) &&
                        (c->dim() == 1 || (c->dim() == 2 && c->size(0) == 1));
       auto packed = pack(w, c_in_bias ? c->reshape({w.size(0)}) : Tensor(), plan->device);
-      // A Gemm step with a Relu fused into it (onnx/fuse.cpp) keeps its Relu.
-      const bool relu = !step.fused.empty();
-      if (relu && step.fused != std::vector<std::string>{"Relu"}) continue;
       step.fn = [packed, c_in_bias, beta, relu](const std::vector<Tensor>& in) {
         Tensor y = quant::linear_int8_dynamic(in[0], *packed, "Gemm");
         if (!c_in_bias && in.size() > 2 && in[2].defined() && beta != 0.0)

@@ -17,7 +17,8 @@ bool dequantize_sums_in_one_pass(const Tensor& sums, const Tensor& scale, const 
 
 // relu?(float(sums) * scale (+ bias)) with numpy broadcasting, each value rounded
 // as the separate ops round it (the cast, the product, the sum), so the bits are
-// theirs. ValueError "dequantize_sums: operands it does not take in one pass" unless
+// theirs. (One exception: where a NaN scale meets a NaN bias, which NaN's payload
+// the sum keeps follows the compiler's operand order, not the Add's.) ValueError "dequantize_sums: operands it does not take in one pass" unless
 // dequantize_sums_in_one_pass(sums, scale, bias).
 Tensor dequantize_sums(const Tensor& sums, const Tensor& scale, const Tensor& bias, bool relu);
 

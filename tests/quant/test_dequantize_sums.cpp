@@ -107,3 +107,4 @@ TEST_CASE("quant: dequantize_sums refuses what it does not take in one pass", "[
   CHECK(message_of<ValueError>([&] { quant::dequantize_sums(sums, random_floats({4, 1}, g), per_column, false); }) ==
         "dequantize_sums: operands it does not take in one pass");
 }
+
