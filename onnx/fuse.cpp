@@ -16,9 +16,9 @@
 // steps one after the other, each naming its own node in errors.
 #include "onnx/fuse.h"
 
+#include "onnx/op_families.h"
 #include "onnx/window.h"
 #include "quant/dequantize_sums.h"
-#include "tensor/autocast.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
 
@@ -98,59 +98,49 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
   ctx.op_type = conv.op_type;
   ctx.attrs = conv.attrs;
   const WindowAttrs attrs = window_attrs(ctx);
+  const std::optional<FixedWindow2d> fixed = fixed_window_2d(attrs);  // resolved once where it can be
   const int64_t groups = int_attr(conv, "group", 1);
   const std::string where = conv.where;
-  return [attrs, groups, where, pool, parts = std::move(parts)](const std::vector<Tensor>& in) {
+  return [attrs, fixed, groups, where, pool, parts = std::move(parts)](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     const Tensor& w = in[1];
     const Tensor b = in.size() > 2 ? in[2] : Tensor();
-    if (x.dim() == 4 && w.dim() == 4) {
+    if (x.dim() != 4 || w.dim() != 4) return run_parts(parts, in);
+    Pair stride{}, pad{}, dilation{};
+    if (fixed && w.size(2) == fixed->kernel[0] && w.size(3) == fixed->kernel[1]) {
+      stride = fixed->stride, pad = fixed->pad, dilation = fixed->dilation;
+    } else {
       const Shape kernel{w.size(2), w.size(3)};
-      if (attrs.kernel.empty() || attrs.kernel == kernel) {
-        const Window win = resolve_window(attrs, kernel, x, where);
-        // The output's size along spatial dim i; 0 when it is below one or the
-        // attributes overflow (then the steps apart raise the Conv's own error).
-        auto out_size = [&](int i) {
-          int64_t span = 0, padded = 0, room = 0;
-          if (__builtin_mul_overflow(win.dilation[i], kernel[i] - 1, &span) ||
-              __builtin_mul_overflow(win.pad_begin[i], int64_t(2), &padded) ||
-              __builtin_add_overflow(x.size(i + 2), padded, &padded) ||
-              __builtin_sub_overflow(padded, span + 1, &room))
-            return int64_t(0);
-          return room < 0 ? int64_t(0) : room / win.stride[i] + 1;
-        };
-        const Pair stride{win.stride[0], win.stride[1]}, pad{win.pad_begin[0], win.pad_begin[1]},
-            dilation{win.dilation[0], win.dilation[1]};
-        const int64_t least = pool ? 2 : 1;
-        if (win.symmetric() && out_size(0) >= least && out_size(1) >= least && !pool)
-          return std::vector<Tensor>{conv2d_relu(x, w, b, stride, pad, dilation, groups)};
-        if (win.symmetric() && out_size(0) >= least && out_size(1) >= least)
-          return std::vector<Tensor>{conv2d_relu_pool2x2(x, w, b, stride, pad, dilation, groups)};
-      }
+      if (!attrs.kernel.empty() && attrs.kernel != kernel) return run_parts(parts, in);
+      const Window win = resolve_window(attrs, kernel, x, where);
+      if (!win.symmetric()) return run_parts(parts, in);
+      stride = {win.stride[0], win.stride[1]}, pad = {win.pad_begin[0], win.pad_begin[1]};
+      dilation = {win.dilation[0], win.dilation[1]};
     }
-    return run_parts(parts, in);
+    // The output's size along spatial dim i; 0 when it is below one or the
+    // attributes overflow (then the steps apart raise the Conv's own error).
+    auto out_size = [&](int i) {
+      int64_t span = 0, padded = 0, room = 0;
+      if (__builtin_mul_overflow(dilation[i], w.size(i + 2) - 1, &span) ||
+          __builtin_mul_overflow(pad[i], int64_t(2), &padded) || __builtin_add_overflow(x.size(i + 2), padded, &padded) ||
+          __builtin_sub_overflow(padded, span + 1, &room))
+        return int64_t(0);
+      return room < 0 ? int64_t(0) : room / stride[i] + 1;
+    };
+    const int64_t least = pool ? 2 : 1;
+    if (out_size(0) < least || out_size(1) < least) return run_parts(parts, in);
+    if (!pool) return std::vector<Tensor>{conv2d_relu(x, w, b, stride, pad, dilation, groups)};
+    return std::vector<Tensor>{conv2d_relu_pool2x2(x, w, b, stride, pad, dilation, groups)};
   };
 }
 
-// Gemm (transA 0, alpha 1, beta 1) -> Relu: linear_relu with W = B (transB) or
-// B^T, when A and B are float32 or float64 matrices outside autocast, C is absent
-// or one value per output, and all sit on one device; the two steps otherwise.
-// (linear_relu rounds a bfloat16 product once with its bias; Gemm's addmm and the
-// Add round twice.)
+// Gemm (transA 0, alpha 1, beta 1) -> Relu: linear_relu where gemm_as_linear
+// takes the inputs (float32 or float64 matrices outside autocast, C absent or one
+// value per output); the two steps otherwise.
 OpFn gemm_relu(const Step& gemm, std::vector<Part> parts) {
   const bool tb = int_attr(gemm, "transB", 0) != 0;
   return [tb, parts = std::move(parts)](const std::vector<Tensor>& in) {
-    const Tensor& x = in[0];
-    const Tensor& b = in[1];
-    const Tensor c = in.size() > 2 ? in[2] : Tensor();
-    const bool exact = (x.dtype() == kFloat32 || x.dtype() == kFloat64) &&
-                       !autocast::applies(autocast::Policy::lower, {&x, &b, &c});
-    if (exact && x.dim() == 2 && b.dim() == 2) {
-      const Tensor w = tb ? b : b.t();  // [out, in]
-      const bool c_fits = !c.defined() || (c.dim() == 1 && c.size(0) == w.size(0) && c.device() == x.device());
-      if (c_fits && x.size(1) == w.size(1) && w.device() == x.device())
-        return std::vector<Tensor>{linear_relu(x, w, c)};
-    }
+    if (std::optional<Tensor> y = gemm_as_linear(in, tb, true)) return std::vector<Tensor>{std::move(*y)};
     return run_parts(parts, in);
   };
 }

@@ -2,6 +2,8 @@
 // appends its rows: op type, builder, oldest opset implemented.
 #pragma once
 
+#include <optional>
+
 #include <string>
 #include <vector>
 
@@ -31,6 +33,13 @@ void add_grid_sample_ops(std::vector<OpRow>& rows);
 // and QLinearConv run it on their codes as float64 for 3-D windows, where the sums
 // are exact.
 OpFn build_conv(const NodeContext& ctx);
+// A Gemm with transA 0, alpha 1 and beta 1 (inputs A, B, optional C) as
+// linear(A, W, C), or linear_relu with relu, W being B with transB and B^T
+// without: one GEMM started from C's rows on the CPU, the bits of Gemm's addmm
+// with less work per call. Only for float32 or float64 matrices outside autocast
+// with C absent or one value per output, all on one device (a bfloat16 linear
+// rounds product and bias once, addmm twice); nullopt otherwise (ops_nn.cpp).
+std::optional<Tensor> gemm_as_linear(const std::vector<Tensor>& in, bool trans_b, bool relu);
 // GatherElements (ops_index.cpp): out[p] = data[p with p[axis] replaced by
 // indices[p]]; `site` names the node in errors.
 Tensor gather_elements(const std::string& site, const Tensor& data, const Tensor& indices, int64_t axis);

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "kernels/base/error.h"
+#include "tensor/autocast.h"
 #include "tensor/checks.h"
 #include "tensor/nn_ops.h"
 #include "tensor/ops.h"
@@ -29,6 +30,24 @@ WindowAttrs window_attrs(const NodeContext& ctx) {
   w.dilation = ctx.get_ints("dilations");
   w.pads = ctx.get_ints("pads");
   w.ceil_mode = ctx.get_int("ceil_mode", 0) != 0;
+  return w;
+}
+
+std::optional<FixedWindow2d> fixed_window_2d(const WindowAttrs& a) {
+  if (a.kernel.size() != 2 || (a.auto_pad != "NOTSET" && a.auto_pad != "VALID")) return std::nullopt;
+  if ((!a.stride.empty() && a.stride.size() != 2) || (!a.dilation.empty() && a.dilation.size() != 2)) return std::nullopt;
+  FixedWindow2d w{};
+  for (size_t i = 0; i < 2; ++i) {
+    w.kernel[i] = a.kernel[i];
+    w.stride[i] = a.stride.empty() ? 1 : a.stride[i];
+    w.dilation[i] = a.dilation.empty() ? 1 : a.dilation[i];
+    w.pad[i] = 0;
+    if (a.auto_pad == "NOTSET" && !a.pads.empty()) {
+      if (a.pads.size() != 4 || a.pads[i] != a.pads[i + 2]) return std::nullopt;
+      w.pad[i] = a.pads[i];
+    }
+    if (w.kernel[i] < 1 || w.stride[i] < 1 || w.dilation[i] < 1 || w.pad[i] < 0) return std::nullopt;
+  }
   return w;
 }
 
@@ -133,9 +152,12 @@ OpFn build_conv(const NodeContext& ctx) {
   WindowAttrs attrs = window_attrs(ctx);
   int64_t groups = ctx.get_int("group", 1);
   std::string where = ctx.where();
+  const std::optional<FixedWindow2d> fixed = fixed_window_2d(attrs);
   return [=](const std::vector<Tensor>& in) {
     Tensor x = in[0], w = in[1];
     Tensor b = in.size() > 2 ? in[2] : Tensor();
+    if (fixed && x.dim() == 4 && w.dim() == 4 && w.size(2) == fixed->kernel[0] && w.size(3) == fixed->kernel[1])
+      return one(conv2d(x, w, b, fixed->stride, fixed->pad, fixed->dilation, groups));
     int64_t n = w.dim() - 2;
     if (n < 1 || n > 3) throw NotImplementedError(where + ": a " + std::to_string(n) + "-D convolution is not supported");
     Shape kernel(w.shape().begin() + 2, w.shape().end());
@@ -492,10 +514,29 @@ OpFn build_layer_norm(const NodeContext& ctx) {
 
 // ---- matrix products and softmax ----
 
+}  // namespace
+
+std::optional<Tensor> gemm_as_linear(const std::vector<Tensor>& in, bool trans_b, bool relu) {
+  const Tensor& x = in[0];
+  const Tensor& b = in[1];
+  const Tensor c = in.size() > 2 ? in[2] : Tensor();
+  if ((x.dtype() != kFloat32 && x.dtype() != kFloat64) || x.dim() != 2 || b.dim() != 2) return std::nullopt;
+  if (autocast::applies(autocast::Policy::lower, {&x, &b, &c})) return std::nullopt;
+  const Tensor w = trans_b ? b : b.t();  // [out, in]
+  const bool c_fits = !c.defined() || (c.dim() == 1 && c.size(0) == w.size(0) && c.device() == x.device());
+  if (!c_fits || x.size(1) != w.size(1) || w.device() != x.device()) return std::nullopt;
+  return relu ? linear_relu(x, w, c) : linear(x, w, c);
+}
+
+namespace {
+
 OpFn build_gemm(const NodeContext& ctx) {
   double alpha = ctx.get_float("alpha", 1.0), beta = ctx.get_float("beta", 1.0);
   bool ta = ctx.get_int("transA", 0) != 0, tb = ctx.get_int("transB", 0) != 0;
+  const bool plain = !ta && alpha == 1.0 && beta == 1.0;
   return [=](const std::vector<Tensor>& given) {
+    if (plain)
+      if (std::optional<Tensor> y = gemm_as_linear(given, tb, false)) return one(std::move(*y));
     std::vector<Tensor> moved;
     const std::vector<Tensor>& in = on_one_device(given, moved);
     Tensor a = ta ? in[0].t() : in[0], b = tb ? in[1].t() : in[1];
