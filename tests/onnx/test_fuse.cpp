@@ -15,6 +15,7 @@
 #include "model_builder.h"
 #include "nn/amp/autocast.h"
 #include "../kernels/isa_guard.h"
+#include "onnx/window.h"
 
 using namespace ember;
 using namespace ember_test;
@@ -550,4 +551,36 @@ TEST_CASE("onnx fuse: two integer chains that meet in one Add", "[onnx][fuse][qu
       if (!(std::fabs(y[size_t(i * 8 + j)] - want) <= 1e-4 * (1 + std::fabs(want)))) ++bad;
     }
   CHECK(bad == 0);
+}
+
+// fixed_window_2d (onnx/window.h): which windows Conv's steps resolve once at load.
+TEST_CASE("onnx: a 2-D window is fixed at load only when nothing about it waits for the input", "[onnx][fuse]") {
+  using ember::onnx::WindowAttrs;
+  auto attrs = [](std::string auto_pad, Shape kernel, Shape stride, Shape dilation, Shape pads) {
+    WindowAttrs a;
+    a.auto_pad = std::move(auto_pad);
+    a.kernel = std::move(kernel), a.stride = std::move(stride), a.dilation = std::move(dilation);
+    a.pads = std::move(pads);
+    return a;
+  };
+  const auto fixed = ember::onnx::fixed_window_2d(attrs("NOTSET", {3, 5}, {2, 1}, {1, 2}, {1, 2, 1, 2}));
+  REQUIRE(fixed);
+  CHECK(fixed->kernel == std::array<int64_t, 2>{3, 5});
+  CHECK(fixed->stride == std::array<int64_t, 2>{2, 1});
+  CHECK(fixed->dilation == std::array<int64_t, 2>{1, 2});
+  CHECK(fixed->pad == std::array<int64_t, 2>{1, 2});
+  const auto defaults = ember::onnx::fixed_window_2d(attrs("NOTSET", {3, 3}, {}, {}, {}));
+  REQUIRE(defaults);
+  CHECK(defaults->stride == std::array<int64_t, 2>{1, 1});
+  CHECK(defaults->pad == std::array<int64_t, 2>{0, 0});
+  const auto valid = ember::onnx::fixed_window_2d(attrs("VALID", {3, 3}, {}, {}, {1, 1, 1, 1}));  // VALID: no padding
+  REQUIRE(valid);
+  CHECK(valid->pad == std::array<int64_t, 2>{0, 0});
+  CHECK_FALSE(ember::onnx::fixed_window_2d(attrs("SAME_UPPER", {3, 3}, {}, {}, {})));      // padding from the input
+  CHECK_FALSE(ember::onnx::fixed_window_2d(attrs("NOTSET", {}, {}, {}, {})));              // kernel from the weight
+  CHECK_FALSE(ember::onnx::fixed_window_2d(attrs("NOTSET", {3}, {}, {}, {})));             // 1-D
+  CHECK_FALSE(ember::onnx::fixed_window_2d(attrs("NOTSET", {3, 3}, {}, {}, {0, 1, 1, 1})));  // uneven padding
+  CHECK_FALSE(ember::onnx::fixed_window_2d(attrs("NOTSET", {3, 3}, {0, 1}, {}, {})));       // resolve_window's error
+  CHECK_FALSE(ember::onnx::fixed_window_2d(attrs("NOTSET", {3, 3}, {}, {}, {-1, 0, -1, 0})));
+  CHECK_FALSE(ember::onnx::fixed_window_2d(attrs("NOTSET", {3, 3}, {1, 1, 1}, {}, {})));    // strides of a 3-D window
 }
