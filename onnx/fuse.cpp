@@ -61,16 +61,6 @@ const Attribute* attr(const Step& s, const char* name) {
   return it == s.attrs.end() ? nullptr : &it->second;
 }
 
-int64_t int_attr(const Step& s, const char* name, int64_t fallback) {
-  const Attribute* a = attr(s, name);
-  return a && a->kind == Attribute::Kind::Int ? a->i : fallback;
-}
-
-double float_attr(const Step& s, const char* name, double fallback) {
-  const Attribute* a = attr(s, name);
-  return a && a->kind == Attribute::Kind::Float ? a->f : fallback;
-}
-
 // An ints attribute equal to `want`, or absent (and then its default is `want`).
 bool ints_are(const Step& s, const char* name, const std::vector<int64_t>& want, bool absent_ok) {
   const Attribute* a = attr(s, name);
@@ -85,8 +75,8 @@ bool pools_2x2(const Step& s) {
   const bool no_auto_pad = !pad || (pad->kind == Attribute::Kind::String && (pad->s == "NOTSET" || pad->s == "VALID"));
   return s.op_type == "MaxPool" && s.outputs.size() == 1 && no_auto_pad && ints_are(s, "kernel_shape", {2, 2}, false) &&
          ints_are(s, "strides", {2, 2}, false) && ints_are(s, "pads", {0, 0, 0, 0}, true) &&
-         ints_are(s, "dilations", {1, 1}, true) && int_attr(s, "ceil_mode", 0) == 0 &&
-         int_attr(s, "storage_order", 0) == 0;
+         ints_are(s, "dilations", {1, 1}, true) && s.int_attr("ceil_mode", 0) == 0 &&
+         s.int_attr("storage_order", 0) == 0;
 }
 
 // Conv -> Relu [-> MaxPool(2x2)]: one conv2d_relu (pool false) or
@@ -99,7 +89,7 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
   ctx.attrs = conv.attrs;
   const WindowAttrs attrs = window_attrs(ctx);
   const std::optional<FixedWindow2d> fixed = fixed_window_2d(attrs);  // resolved once where it can be
-  const int64_t groups = int_attr(conv, "group", 1);
+  const int64_t groups = conv.int_attr("group", 1);
   const std::string where = conv.where;
   return [attrs, fixed, groups, where, pool, parts = std::move(parts)](const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
@@ -138,7 +128,7 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
 // takes the inputs (float32 or float64 matrices outside autocast, C absent or one
 // value per output); the two steps otherwise.
 OpFn gemm_relu(const Step& gemm, std::vector<Part> parts) {
-  const bool tb = int_attr(gemm, "transB", 0) != 0;
+  const bool tb = gemm.int_attr("transB", 0) != 0;
   return [tb, parts = std::move(parts)](const std::vector<Tensor>& in) {
     if (std::optional<Tensor> y = gemm_as_linear(in, tb, true)) return std::vector<Tensor>{std::move(*y)};
     return run_parts(parts, in);
@@ -224,14 +214,14 @@ size_t fuse_steps(Plan& plan) {
         }
         fused.fn = conv_relu(first, std::move(parts), pooled);
       } else {
-        if (int_attr(first, "transA", 0) != 0 || float_attr(first, "alpha", 1.0) != 1.0 ||
-            float_attr(first, "beta", 1.0) != 1.0)
+        if (first.int_attr("transA", 0) != 0 || first.float_attr("alpha", 1.0) != 1.0 ||
+            first.float_attr("beta", 1.0) != 1.0)
           continue;
         fused.fn = gemm_relu(first, std::move(parts));
       }
     } else if (op == "MatMulInteger" || op == "ConvInteger") {
       const int64_t cast = only_input(i, "Cast");
-      if (cast < 0 || int_attr(plan.steps[size_t(cast)], "to", 0) != 1) continue;  // to float32
+      if (cast < 0 || plan.steps[size_t(cast)].int_attr("to", 0) != 1) continue;  // to float32
       // Mul and Add broadcast as numpy does: no legacy broadcast/axis attributes.
       auto binary = [&](int64_t s) { return plan.steps[size_t(s)].inputs.size() == 2 && plan.steps[size_t(s)].attrs.empty(); };
       auto [mul, mul_at] = next(size_t(cast), "Mul");

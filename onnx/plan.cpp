@@ -63,6 +63,16 @@ void rethrow_at(const std::string& where) {
   throw;  // OutOfMemoryError, CudaError, FormatError: as they are
 }
 
+int64_t Step::int_attr(const char* name, int64_t fallback) const {
+  auto it = attrs.find(name);
+  return it != attrs.end() && it->second.kind == Attribute::Kind::Int ? it->second.i : fallback;
+}
+
+double Step::float_attr(const char* name, double fallback) const {
+  auto it = attrs.find(name);
+  return it != attrs.end() && it->second.kind == Attribute::Kind::Float ? it->second.f : fallback;
+}
+
 std::shared_ptr<const ShapeMemo::Values> ShapeMemo::find(const Key& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);

@@ -43,6 +43,11 @@ struct Step {
   // what follows from it): its outputs depend on the input shapes alone, so
   // run() computes them once per set of input shapes (ShapeMemo).
   bool shape_only = false;
+
+  // An INT or FLOAT attribute of the (first) node, or `fallback` when it has none
+  // of that kind: what the plan's rewrites (quantize.cpp, fuse.cpp) read.
+  int64_t int_attr(const char* name, int64_t fallback) const;
+  double float_attr(const char* name, double fallback) const;
 };
 
 // The outputs of a plan's shape-only steps for each set of input shapes seen:

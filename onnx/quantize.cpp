@@ -20,16 +20,6 @@ const Tensor* constant_input(const Plan& plan, const Step& step, size_t i) {
   return &plan.constants[step.inputs[i].index];
 }
 
-int64_t int_attr(const Step& step, const char* name, int64_t fallback) {
-  auto it = step.attrs.find(name);
-  return it != step.attrs.end() && it->second.kind == Attribute::Kind::Int ? it->second.i : fallback;
-}
-
-double float_attr(const Step& step, const char* name, double fallback) {
-  auto it = step.attrs.find(name);
-  return it != step.attrs.end() && it->second.kind == Attribute::Kind::Float ? it->second.f : fallback;
-}
-
 // W [out, in] float32 -> the packed int8 Linear on `device`.
 std::shared_ptr<const quant::PackedLinearInt8> pack(const Tensor& w_out_in, const Tensor& bias, Device device) {
   Tensor w = w_out_in.to(kCPU, kFloat32).contiguous();
@@ -60,9 +50,9 @@ Model quantize_dynamic(const Model& model, size_t* rewritten) {
       // A Gemm step with a Relu fused into it (onnx/fuse.cpp) keeps its Relu.
       const bool relu = !step.fused.empty();
       if (relu && (step.fused.size() != 1 || step.fused[0].op_type != "Relu")) continue;
-      if (int_attr(step, "transA", 0) != 0 || float_attr(step, "alpha", 1.0) != 1.0) continue;
-      Tensor w = int_attr(step, "transB", 0) ? *b : b->t();
-      double beta = float_attr(step, "beta", 1.0);
+      if (step.int_attr("transA", 0) != 0 || step.float_attr("alpha", 1.0) != 1.0) continue;
+      Tensor w = step.int_attr("transB", 0) ? *b : b->t();
+      double beta = step.float_attr("beta", 1.0);
       // A constant 1-D C (the usual bias) goes into the packed Linear; any other C
       // is added after, scaled by beta.
       const Tensor* c = constant_input(*plan, step, 2);
