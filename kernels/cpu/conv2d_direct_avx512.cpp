@@ -3,7 +3,9 @@
 // conv2d.cpp runs them when this level is active (see isa.h); the code is
 // conv2d_direct_impl.h and relu_pool_impl.h.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>

@@ -27,7 +27,9 @@
 // float32), so it differs from the float32 kernels run on the same values only by
 // the order of the additions.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>

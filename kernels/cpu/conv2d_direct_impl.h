@@ -36,6 +36,13 @@ struct Vec {
     return v;
   }
   static void store(T* p, V v) { __builtin_memcpy(p, &v, B); }
+  // One vector from two half vectors, the lower lanes from lo and the upper from hi
+  // (the forward tile's row pairs).
+  static V load_halves(const T* lo, const T* hi) {
+    return join(Vec<T, B / 2>::load(lo), Vec<T, B / 2>::load(hi), std::make_index_sequence<size_t(L)>{});
+  }
+  template <class H, size_t... J>
+  static V join(H lo, H hi, std::index_sequence<J...>) { return __builtin_shufflevector(lo, hi, int(J)...); }
   static T sum(V v) {
     T s = v[0];
     for (int i = 1; i < L; ++i) s += v[i];
@@ -122,10 +129,12 @@ void add_n(T* __restrict d, const T* __restrict s, int64_t n) {
 // The outer-product tile: for ROWS rows i and the NV vectors of one panel,
 //   C_i[0 .. ncols) = init[i] (or 0) + sum_d a[i*a_rs + d*a_cs] * B_d[lanes].
 // Row d of B starts at b + boff[d] when a table is given, else at b + d*b_rs; it
-// must hold NR readable elements (ncols only limits the store). Row i of C is
-// c + i*c_rs, overwritten, or, with a table, c + coff[i], added to. a is broadcast
-// one element at a time and needs no packing.
-template <class T, int ROWS, bool BOFF, bool COFF>
+// must hold NR readable elements (ncols only limits the store). With PAIRS (and a
+// table), vector j of row d is instead two half vectors read at b + boff[d] +
+// 2j*b_rs and + (2j+1)*b_rs: two output rows of L/2 pixels each (forward_layout).
+// Row i of C is c + i*c_rs, overwritten, or, with a table, c + coff[i], added to. a
+// is broadcast one element at a time and needs no packing.
+template <class T, int ROWS, bool BOFF, bool COFF, bool PAIRS = false>
 [[gnu::noinline]] void outer_tile(int64_t depth, const T* a, int64_t a_rs, int64_t a_cs,
                                   const T* b, int64_t b_rs, const int64_t* boff, const T* init,
                                   T* c, int64_t c_rs, const int64_t* coff, int64_t ncols) {
@@ -143,7 +152,8 @@ template <class T, int ROWS, bool BOFF, bool COFF>
     const T* bd = b + (BOFF ? boff[d] : d * b_rs);
     V bv[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) bv[j] = S::load(bd + j * L);
+    for (int j = 0; j < NV; ++j)
+      bv[j] = PAIRS ? S::load_halves(bd + 2 * j * b_rs, bd + (2 * j + 1) * b_rs) : S::load(bd + j * L);
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i) {
       const V ai = a[i * a_rs + d * a_cs] - V{};
@@ -172,27 +182,27 @@ template <class T, int ROWS, bool BOFF, bool COFF>
 }
 
 // outer_tile for a run-time row count r <= R.
-template <class T, int R, bool BOFF, bool COFF>
+template <class T, int R, bool BOFF, bool COFF, bool PAIRS>
 void outer_tile_rows(int64_t r, int64_t depth, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
                      int64_t b_rs, const int64_t* boff, const T* init, T* c, int64_t c_rs,
                      const int64_t* coff, int64_t ncols) {
   if constexpr (R >= 1) {
     if (r == R)
-      return outer_tile<T, R, BOFF, COFF>(depth, a, a_rs, a_cs, b, b_rs, boff, init, c, c_rs,
-                                          coff, ncols);
-    outer_tile_rows<T, R - 1, BOFF, COFF>(r, depth, a, a_rs, a_cs, b, b_rs, boff, init, c, c_rs,
-                                          coff, ncols);
+      return outer_tile<T, R, BOFF, COFF, PAIRS>(depth, a, a_rs, a_cs, b, b_rs, boff, init, c, c_rs,
+                                                 coff, ncols);
+    outer_tile_rows<T, R - 1, BOFF, COFF, PAIRS>(r, depth, a, a_rs, a_cs, b, b_rs, boff, init, c, c_rs,
+                                                 coff, ncols);
   }
 }
 
 // All `rows` rows of one panel, MR at a time.
-template <class T, bool BOFF, bool COFF>
+template <class T, bool BOFF, bool COFF, bool PAIRS = false>
 void outer_rows(int64_t rows, int64_t depth, const T* a, int64_t a_rs, int64_t a_cs, const T* b,
                 int64_t b_rs, const int64_t* boff, const T* init, T* c, int64_t c_rs,
                 const int64_t* coff, int64_t ncols) {
   constexpr int MR = Tiles<T>::MR;
   for (int64_t r0 = 0; r0 < rows; r0 += MR)
-    outer_tile_rows<T, MR, BOFF, COFF>(std::min<int64_t>(MR, rows - r0), depth, a + r0 * a_rs,
+    outer_tile_rows<T, MR, BOFF, COFF, PAIRS>(std::min<int64_t>(MR, rows - r0), depth, a + r0 * a_rs,
                                        a_rs, a_cs, b, b_rs, boff, init ? init + r0 : nullptr,
                                        COFF ? c : c + r0 * c_rs, c_rs, COFF ? coff + r0 : nullptr,
                                        ncols);
@@ -249,50 +259,88 @@ void gy_rows(const Args<T>& a, int64_t i, int64_t c0, int64_t rows, T* dst, int6
   spread_pooled_rows(s, *a.v, a.gy + o, a.gy_window + o, rows, dst, ld);
 }
 
-// Forward, images [lo, hi). Every panel, the last one included, reads x in place:
-// the last reads up to NR - nb elements past the grid's last position, which are
-// the next channel's or the next image's (their products land in columns that are
-// dropped), or past the end of the batch. forward_reach is one past the furthest
-// element read, from an image's start; an image whose reads would leave x (the
-// last, or more when images are smaller than a panel) or that needs padding is read
-// from a copy with zeroed slack. (Copying the last panel's K rows instead cost the seed
-// network's batch-1 conv2 more than its other panels together.)
-inline int64_t forward_reach(const Conv2dDims& d, const Direct& v, int64_t NR) {
-  if (v.off.empty()) return 0;  // no taps (no input channels): nothing is read
-  return (d.G - 1) * d.cig * v.plane + v.off.back() + round_up(v.Pv, NR);
+// Where one image's forward sums go and what its panels read.
+//
+// On the grid (the general case): virtual positions p' < Pv in panels of NR, an
+// output row every Wv positions, the padding columns computed and dropped.
+//
+// In row pairs (float32 on AVX2 and AVX-512, when w_out is half a vector): each
+// vector holds two output rows of w_out pixels, its lower half read from x at row oy
+// and its upper half at row oy + 1 (outer_tile's PAIRS). No padding column is
+// computed and the sums come out in y's own layout: the seed network's conv2 (8x8
+// outputs from 12x12 planes) computes 64 positions instead of 96. Rows past h_out in
+// the last panel are computed and dropped.
+//
+// Every panel, the last one included, reads x in place: the last reads past the
+// grid's last position (up to NR - nb elements on the grid, whole rows in pairs),
+// which are the next channel's or the next image's (their products land in sums that
+// are dropped), or past the end of the batch. reach is one past the furthest element
+// read, from an image's start; an image whose reads would leave x (the last, or more
+// when images are smaller than a panel) or that needs padding is read from a copy
+// with zeroed slack. (Copying the last panel's K rows instead cost the seed network's
+// batch-1 conv2 more than its other panels together.)
+template <class T>
+constexpr bool kRowPairs = std::is_same_v<T, float> && kBytes >= 32;
+
+struct ForwardLayout {
+  bool pairs = false;
+  int64_t positions = 0;  // what the panels cover: Pv, or h_out * w_out in pairs
+  int64_t Pr = 0;         // one channel's sums in the scratch rows: whole panels
+  int64_t row = 0;        // an output row's stride there: Wv, or w_out in pairs
+  int64_t reach = 0;
+};
+
+template <class T>
+ForwardLayout forward_layout(const Conv2dShape& s, const Conv2dDims& d, const Direct& v) {
+  using Tl = Tiles<T>;
+  ForwardLayout f;
+  // The furthest tap, from the image's start: its last group's last offset.
+  const int64_t last_tap = (d.G - 1) * d.cig * v.plane + (v.off.empty() ? 0 : v.off.back());
+  f.pairs = kRowPairs<T> && 2 * s.w_out == Tl::L;
+  if (f.pairs) {
+    const int64_t rows = round_up(s.h_out, 2 * Tl::NV);  // NV vectors of two rows per panel
+    f.positions = s.h_out * s.w_out;
+    f.Pr = rows * s.w_out;
+    f.row = s.w_out;
+    f.reach = last_tap + (rows - 1) * v.Wv + s.w_out;
+  } else {
+    f.positions = v.Pv;
+    f.Pr = round_up(v.Pv, Tl::NR);
+    f.row = v.Wv;
+    f.reach = last_tap + f.Pr;
+  }
+  if (v.off.empty()) f.reach = 0;  // no taps (no input channels): nothing is read
+  return f;
 }
 
-// Scratch: the copied image with its slack, and the virtual output rows [cog][Pr].
+// Scratch: the copied image with its slack, and the output rows [cog][Pr].
 template <class T>
 int64_t forward_scratch_elems(const Args<T>& a) {
-  using Tl = Tiles<T>;
-  const Conv2dDims& d = *a.d;
-  const Direct& v = *a.v;
-  const int64_t image = std::max(a.s->c_in * v.plane, forward_reach(d, v, Tl::NR));
-  return image + d.cog * round_up(v.Pv, Tl::NR);
+  const ForwardLayout f = forward_layout<T>(*a.s, *a.d, *a.v);
+  return std::max(a.s->c_in * a.v->plane, f.reach) + a.d->cog * f.Pr;
 }
 
+// Forward, images [lo, hi).
 template <class T>
 void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
-  using Tl = Tiles<T>;
-  constexpr int64_t NR = Tl::NR;
+  constexpr int64_t NR = Tiles<T>::NR;
   const Conv2dShape& s = *a.s;
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
-  const int64_t Pr = round_up(v.Pv, NR);
-  const int64_t image = s.c_in * v.plane, reach = forward_reach(d, v, NR);
+  const ForwardLayout f = forward_layout<T>(s, d, v);
+  const int64_t image = s.c_in * v.plane;
   T* xcopy = ws;
-  T* ybuf = xcopy + std::max(image, reach);
-  if (reach > image) zero_n(xcopy + image, reach - image);
-  // When the grid is exactly y's (no columns to drop), the tiles write y itself.
-  const bool in_place = !a.relu_pool && v.Wv == s.w_out;
+  T* ybuf = xcopy + std::max(image, f.reach);
+  if (f.reach > image) zero_n(xcopy + image, f.reach - image);
+  // When the sums' rows are y's (no columns to drop), the tiles write y itself.
+  const bool in_place = !a.relu_pool && f.row == s.w_out;
   const int64_t pooled = (s.h_out / 2) * (s.w_out / 2);
   for (int64_t i = lo; i < hi; ++i) {
     const T* xi = a.x + i * d.x_img;
     if (v.padded) {
       pad_image(s, v, xi, xcopy);
       xi = xcopy;
-    } else if (reach > (s.n - i) * image) {  // would read past the batch's last image
+    } else if (f.reach > (s.n - i) * image) {  // would read past the batch's last image
       copy_n(xcopy, xi, image);
       xi = xcopy;
     }
@@ -300,20 +348,29 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
       const T* xg = xi + g * d.cig * v.plane;
       T* yg = a.relu_pool ? nullptr : a.out + i * d.y_img + g * d.cog * d.P;
       T* c = in_place ? yg : ybuf;
-      const int64_t c_rs = in_place ? d.P : Pr;
+      const int64_t c_rs = in_place ? d.P : f.Pr;
       const T* wg = a.w + g * d.cog * d.K;
       const T* init = a.bias ? a.bias + g * d.cog : nullptr;
-      for (int64_t p0 = 0; p0 < v.Pv; p0 += NR)
-        outer_rows<T, true, false>(d.cog, d.K, wg, d.K, 1, xg + p0, 0, v.off.data(), init, c + p0, c_rs, nullptr,
-                                   std::min(NR, v.Pv - p0));
+      for (int64_t p0 = 0; p0 < f.positions; p0 += NR) {
+        const int64_t n = std::min(NR, f.positions - p0);
+        if constexpr (kRowPairs<T>) {
+          if (f.pairs) {
+            // Panel p0 starts at output row p0 / w_out; b_rs steps x's rows.
+            outer_rows<T, true, false, true>(d.cog, d.K, wg, d.K, 1, xg + p0 / s.w_out * v.Wv, v.Wv, v.off.data(),
+                                             init, c + p0, c_rs, nullptr, n);
+            continue;
+          }
+        }
+        outer_rows<T, true, false>(d.cog, d.K, wg, d.K, 1, xg + p0, 0, v.off.data(), init, c + p0, c_rs, nullptr, n);
+      }
       if (a.relu_pool) {
         const int64_t o = (i * s.c_out + g * d.cog) * pooled;
-        relu_pool_forward_planes(ybuf, d.cog, Pr, v.Wv, s.h_out, s.w_out, a.out + o,
+        relu_pool_forward_planes(ybuf, d.cog, f.Pr, f.row, s.h_out, s.w_out, a.out + o,
                                  a.window ? a.window + o : nullptr, a.round_bf16);
       } else if (!in_place)
         for (int64_t co = 0; co < d.cog; ++co)
           for (int64_t oy = 0; oy < s.h_out; ++oy)
-            copy_n(yg + co * d.P + oy * s.w_out, ybuf + co * Pr + oy * v.Wv, s.w_out);
+            copy_n(yg + co * d.P + oy * s.w_out, ybuf + co * f.Pr + oy * f.row, s.w_out);
     }
   }
 }

@@ -59,10 +59,22 @@ inline std::vector<Case> cases() {
       {"net conv2, batch 1", shape(1, 6, 12, 12, 12, 5, 5), true},
       // Several weight-gradient ranges (50 images or more each): partials summed in order.
       {"net conv2, batch 101", shape(101, 6, 12, 12, 12, 5, 5), true},
+      // Outputs half a vector wide (8 float32 pixels on AVX-512, 4 on AVX2): the
+      // forward tiles read two output rows per vector (row pairs), the last panel's
+      // rows past h_out included, so reads run past the image (a copy), or into the
+      // padding.
+      {"row pairs: 8 wide, 5 rows, batch 3", shape(3, 2, 7, 10, 5, 3, 3), true},
+      {"row pairs: 8 wide, 1 row", shape(1, 2, 3, 10, 3, 3, 3), false},
+      {"row pairs: 8 wide, pad 2, dilation 2", shape(2, 3, 5, 8, 4, 3, 3, 1, 1, 2, 2, 2, 2), true},
+      {"row pairs: 8 wide, groups 2, 2x3 kernel", shape(2, 4, 9, 10, 6, 2, 3, 1, 1, 0, 0, 1, 1, 2), true},
+      {"row pairs: 8 wide, 1x1", shape(2, 3, 3, 8, 5, 1, 1), true},
+      {"row pairs: 4 wide, 13 channels", shape(2, 3, 6, 6, 13, 3, 3), true},
+      {"row pairs: 4 wide, 3 rows, pad 1", shape(3, 2, 3, 4, 3, 3, 3, 1, 1, 1, 1), true},
       {"stride 2, pad 1, batch 21 (im2col path)", shape(21, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1), true},
       // One image large enough for the team: on the stride-1 kernels the threads
       // share its 40 output channels (20 each); with stride 2 cpu::gemm takes the team.
       {"one image, output channels shared", shape(1, 8, 24, 24, 40, 3, 3, 1, 1, 1, 1), true},
+      {"one image in row pairs, output channels shared", shape(1, 16, 10, 10, 48, 3, 3), true},
       {"one image, stride 2, the team inside the GEMM", shape(1, 8, 24, 24, 40, 3, 3, 2, 2, 1, 1), true},
   };
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "kernels/base/error.h"
 #include "kernels/base/parallel.h"
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/conv2d_kernels.h"
 #include "kernels/cpu/isa.h"
 
 #include "conv2d_reference.h"
@@ -230,6 +232,63 @@ TEST_CASE("conv2d_relu_pool kernels refuse other dtypes", "[kernels][conv2d]") {
 
 namespace {
 
+// The stride-1 kernel set of one instruction-set level, once set_isa accepted it.
+const ember::cpu::conv2d_detail::DirectKernels* direct_set(const std::string& level) {
+  using namespace ember::cpu::conv2d_detail;
+  return level == "avx512" ? direct_kernels_avx512() : level == "avx2" ? direct_kernels_avx2() : direct_kernels_generic();
+}
+
+// NaN with a payload of its own, so that which NaN a window keeps shows in the bits.
+template <class T>
+T nan_with(uint32_t payload) {
+  T v = std::numeric_limits<T>::quiet_NaN();
+  if constexpr (sizeof(T) == 4) {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    b |= payload & 0x3fffff;
+    std::memcpy(&v, &b, 4);
+  } else {
+    uint64_t b;
+    std::memcpy(&b, &v, 8);
+    b |= payload & 0x3fffff;
+    std::memcpy(&v, &b, 8);
+  }
+  return v;
+}
+
+// The pooling epilogue without window bytes (inference: plain max while no NaN is
+// seen, whole-vector steps that run past a row) against the same planes with them
+// (the exact rule, position by position), bit for bit, on planes whose buffer ends
+// at the last value read; y is followed by guard values that must stay.
+template <class T>
+void check_epilogue_planes(const ember::cpu::conv2d_detail::ReluPool<T>& rp, int64_t planes, int64_t h_out,
+                           int64_t w_out, int64_t row_pad, std::mt19937& gen) {
+  const int64_t row_stride = w_out + row_pad, plane_stride = h_out * row_stride + 3;
+  const int64_t ph = h_out / 2, pw = w_out / 2, pooled = planes * ph * pw, guard = 64;
+  std::vector<T> conv(size_t((planes - 1) * plane_stride + (h_out - 1) * row_stride + w_out));
+  std::uniform_real_distribution<double> u(-1, 1);
+  // NaNs where? none; a window's two values (the later payload must win); the very
+  // last value read; the first; a padding column (read by no window).
+  const size_t last_plane = size_t((planes - 1) * plane_stride);
+  const std::vector<std::vector<size_t>> nan_spots = {
+      {}, {last_plane + 1, last_plane + size_t(row_stride)}, {conv.size() - 1}, {0}, {size_t(row_pad > 0 ? w_out : 0)}};
+  for (const auto& spots : nan_spots)
+    for (bool negative : {false, true}) {
+      for (T& e : conv) e = negative ? T(-0.0) * T(u(gen) > 0) - T(u(gen) > 0.5 ? 0 : 1) : T(u(gen));
+      uint32_t payload = 1;
+      for (size_t q : spots) conv[q] = nan_with<T>(payload++);
+      std::vector<T> y_exact(size_t(pooled + guard), T(-5)), y_fast(size_t(pooled + guard), T(-5));
+      std::vector<uint8_t> window(static_cast<size_t>(pooled));
+      rp.forward_planes(conv.data(), planes, plane_stride, row_stride, h_out, w_out, y_exact.data(), window.data(),
+                        false);
+      rp.forward_planes(conv.data(), planes, plane_stride, row_stride, h_out, w_out, y_fast.data(), nullptr, false);
+      INFO(planes << " planes of " << h_out << "x" << w_out << ", row stride " << row_stride << ", "
+                  << spots.size() << " NaNs" << (negative ? ", values <= 0" : ""));
+      CHECK(std::memcmp(y_fast.data(), y_exact.data(), y_exact.size() * sizeof(T)) == 0);
+      CHECK(y_fast[size_t(pooled)] == T(-5));
+    }
+}
+
 // v rounded to the nearest bfloat16 (8 significant bits, ties to even) through its
 // exponent and std::nearbyint, independently of the kernels' integer rounding.
 float bf16_reference(float v) {
@@ -282,6 +341,26 @@ int64_t check_rounded(const Conv2dShape& s, bool with_nan, uint32_t seed) {
 }
 
 }  // namespace
+
+TEST_CASE("conv2d_relu_pool's epilogue without window bytes keeps the exact rule's bits", "[kernels][conv2d]") {
+  ember::testing::IsaGuard guard;
+  std::mt19937 gen(11);
+  for (const char* level : {"generic", "avx2", "avx512"}) {
+    if (!ember::cpu::set_isa(level)) continue;
+    const auto* set = direct_set(level);
+    REQUIRE(set != nullptr);
+    INFO("level " << level);
+    // Rows of 1 to 35 pooled values (every step width and last-step lane count),
+    // with and without padding columns, one plane or several, h_out odd and even.
+    for (int64_t w_out : {2, 3, 4, 8, 9, 16, 24, 33, 70})
+      for (int64_t h_out : {2, 5, 8})
+        for (int64_t row_pad : {0, 4})
+          for (int64_t planes : {1, 3}) {
+            check_epilogue_planes<float>(set->relu_pool_f32, planes, h_out, w_out, row_pad, gen);
+            check_epilogue_planes<double>(set->relu_pool_f64, planes, h_out, w_out, row_pad, gen);
+          }
+  }
+}
 
 TEST_CASE("conv2d_relu_pool rounds to bfloat16 before ReLU and pooling when asked", "[kernels][conv2d]") {
   at_every_level([](const std::string& where) {
