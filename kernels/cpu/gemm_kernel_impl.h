@@ -318,10 +318,15 @@ struct GemmImpl {
     // same order as alone when every row starts on a vector boundary (then the
     // one-column path has no alignment head), so which path runs, which may depend
     // on how threads split the columns, never changes the bits.
+    // Rows shorter than kAlignedHeadMinK have no alignment head in either path
+    // (dot_columns), so the four-row path takes them at any alignment: the seed
+    // network's 120 x 60 layer (480-byte rows, every other one half a line off) went
+    // from 641 to 521 ns with it (the whole linear op, one thread; 472 with the
+    // masked tail in dot_columns).
     constexpr int C = R == 1 ? 1 : 2;
     if constexpr (R == 1 && W * sizeof(T) == 64) {
       const bool aligned = reinterpret_cast<uintptr_t>(b) % 64 == 0 && (b_cs * int64_t(sizeof(T))) % 64 == 0;
-      if (aligned && n * k * int64_t(sizeof(T)) <= kCachedWeightBytes) {
+      if ((aligned || k < kAlignedHeadMinK) && n * k * int64_t(sizeof(T)) <= kCachedWeightBytes) {
         for (int64_t j = 0; j < n; j += 4)
           dot_columns<1, 4>(j, int(imin(4, n - j)), k, alpha, a, a_rs, b, b_cs, beta, c, c_rs, lanes);
         return;
@@ -331,6 +336,7 @@ struct GemmImpl {
       dot_columns<R, C>(j, n - j < C ? 1 : C, k, alpha, a, a_rs, b, b_cs, beta, c, c_rs, lanes);
   }
   static constexpr int64_t kCachedWeightBytes = 256 << 10;
+  static constexpr int64_t kAlignedHeadMinK = 256;
 
   // Every accumulator of an R x N block set to zero (unrolled: they live in registers).
   template <int R, int N>
@@ -413,10 +419,11 @@ struct GemmImpl {
     // One column: its first values up to a vector boundary are summed apart, so the
     // streamed loads are aligned (a weight row with k % W != 0, or a buffer that is
     // not vector-aligned, ran 1.6x slower with every load split across two lines).
+    // Not for short rows: there the head's scalar chain cost more than split loads.
     T head = T(0);
     if constexpr (R == 1 && C == 1) {
       const uintptr_t addr = reinterpret_cast<uintptr_t>(col[0]);
-      if (addr % sizeof(T) == 0) {
+      if (addr % sizeof(T) == 0 && k >= kAlignedHeadMinK) {
         const int64_t h = imin(k, int64_t((0 - addr) % (W * sizeof(T)) / sizeof(T)));
         for (int64_t q = 0; q < h; ++q) head += a[q] * col[0][q];
         a += h;
@@ -483,8 +490,15 @@ struct GemmImpl {
           sum = Ops::add(Ops::add(acc[i][v][0], acc[i][v][1]), Ops::add(acc[i][v][2], acc[i][v][3]));
         else
           sum = Ops::add(acc[i][v][0], acc[i][v][1]);
+        // The last k % W values: one vector of products of masked loads where the
+        // instruction set has them (zeros past the row, 0 * 0 = 0), else in order.
+        // (A chain of up to 15 scalar multiply-adds was most of a short row's time.)
+        if constexpr (HasPartial<Ops>) {
+          if (k > kv) sum = Ops::add(sum, Ops::mul(Ops::loadn(a + i * a_rs + kv, int(k - kv)), Ops::loadn(col[v] + kv, int(k - kv))));
+        }
         T s = hsum(sum, lanes);
-        for (int64_t q = kv; q < k; ++q) s += a[i * a_rs + q] * col[v][q];
+        if constexpr (!HasPartial<Ops>)
+          for (int64_t q = kv; q < k; ++q) s += a[i * a_rs + q] * col[v][q];
         finish(c + i * c_rs + j + v, s + head, alpha, beta);
       }
     }

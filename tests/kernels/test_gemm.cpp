@@ -160,44 +160,51 @@ TEMPLATE_TEST_CASE("gemm with one row of A (the one-pass row kernel) matches a f
   });
 }
 
-// A small weight read in place with every column on a 64-byte boundary: the row
-// kernel takes four columns side by side (GemmImpl::rows_pass), the seed network's
-// Linear layers at batch 1. Buffers aligned here, since std::vector's are not.
-TEMPLATE_TEST_CASE("gemm with one row and an aligned in-cache weight matches a float64 reference", "[gemm]",
+// A small weight read in place: the row kernel takes four columns side by side
+// (GemmImpl::rows_pass), the seed network's Linear layers at batch 1, when every
+// column is on a 64-byte boundary or the columns are shorter than the one-column
+// path's alignment head needs (k < 256: 60 and 120 values, the seed network's
+// last two layers, on columns half a line off). Buffers aligned here (or one
+// element past), since std::vector's are not.
+TEMPLATE_TEST_CASE("gemm with one row and an in-cache weight matches a float64 reference", "[gemm]",
                    float, double) {
   using T = TestType;
   for_each_kernel([] {
-    for (int64_t k : {16, 64, 192})
-      for (int64_t n : {1, 3, 4, 5, 120, 131}) {
-        std::mt19937 g(5);
-        std::uniform_real_distribution<double> d(-1.0, 1.0);
-        const int64_t ld = (k * int64_t(sizeof(T)) + 63) / 64 * 64 / int64_t(sizeof(T));  // 64-byte columns
-        std::vector<T> store(size_t(n * ld + k + 64 / sizeof(T)));
-        T* base = store.data();
-        while (reinterpret_cast<uintptr_t>(base) % 64) ++base;
-        T* a = base + n * ld;  // one row of k values after the weight
-        for (int64_t i = 0; i < n * ld + k; ++i) base[i] = T(d(g));
-        std::vector<T> c(size_t(n), T(0.25));
-        ember::cpu::gemm(1, n, k, T(1), a, k, 1, base, 1, ld, T(2), c.data(), n, 1);
-        double worst = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          double want = 2 * 0.25;
-          for (int64_t q = 0; q < k; ++q) want += double(a[q]) * double(base[j * ld + q]);
-          worst = std::max(worst, std::abs(double(c[size_t(j)]) - want));
+    for (bool aligned : {true, false})
+      for (int64_t k : {16, 60, 64, 120, 192, 300})
+        for (int64_t n : {1, 3, 4, 5, 120, 131}) {
+          std::mt19937 g(5);
+          std::uniform_real_distribution<double> d(-1.0, 1.0);
+          // 64-byte columns, or k values one after the other from one element past a line.
+          const int64_t ld = aligned ? (k * int64_t(sizeof(T)) + 63) / 64 * 64 / int64_t(sizeof(T)) : k;
+          std::vector<T> store(size_t(n * ld + k + 64 / sizeof(T) + 1));
+          T* base = store.data();
+          while (reinterpret_cast<uintptr_t>(base) % 64) ++base;
+          base += aligned ? 0 : 1;
+          T* a = base + n * ld;  // one row of k values after the weight
+          for (int64_t i = 0; i < n * ld + k; ++i) base[i] = T(d(g));
+          std::vector<T> c(size_t(n), T(0.25));
+          ember::cpu::gemm(1, n, k, T(1), a, k, 1, base, 1, ld, T(2), c.data(), n, 1);
+          double worst = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            double want = 2 * 0.25;
+            for (int64_t q = 0; q < k; ++q) want += double(a[q]) * double(base[j * ld + q]);
+            worst = std::max(worst, std::abs(double(c[size_t(j)]) - want));
+          }
+          INFO("k " << k << " n " << n << (aligned ? ", aligned columns" : ", columns one after the other"));
+          CHECK(worst <= (sizeof(T) == 4 ? 2e-5 : 1e-13));
+          // The same columns as the first n of a weight too large for the in-cache
+          // path (the one-column stream): the same bits.
+          const int64_t n_big = (256 << 10) / (k * int64_t(sizeof(T))) + n + 1;
+          std::vector<T> big_store(size_t(n_big * ld + 64 / sizeof(T) + 1));
+          T* big = big_store.data();
+          while (reinterpret_cast<uintptr_t>(big) % 64) ++big;
+          big += aligned ? 0 : 1;
+          std::copy(base, base + n * ld, big);
+          std::vector<T> c_big(size_t(n_big), T(0.25));
+          ember::cpu::gemm(1, n_big, k, T(1), a, k, 1, big, 1, ld, T(2), c_big.data(), n_big, 1);
+          CHECK(std::equal(c.begin(), c.end(), c_big.begin()));
         }
-        INFO("k " << k << " n " << n);
-        CHECK(worst <= (sizeof(T) == 4 ? 2e-5 : 1e-13));
-        // The same columns as the first n of a weight too large for the in-cache
-        // path (the one-column stream): the same bits.
-        const int64_t n_big = (256 << 10) / (k * int64_t(sizeof(T))) + n + 1;
-        std::vector<T> big_store(size_t(n_big * ld + 64 / sizeof(T)));
-        T* big = big_store.data();
-        while (reinterpret_cast<uintptr_t>(big) % 64) ++big;
-        std::copy(base, base + n * ld, big);
-        std::vector<T> c_big(size_t(n_big), T(0.25));
-        ember::cpu::gemm(1, n_big, k, T(1), a, k, 1, big, 1, ld, T(2), c_big.data(), n_big, 1);
-        CHECK(std::equal(c.begin(), c.end(), c_big.begin()));
-      }
   });
 }
 
