@@ -406,7 +406,8 @@ struct GemmImpl {
   // C[0..R, j..j+cols] (cols <= C) from R rows of A and contiguous columns of B. Each
   // of the R*C dot products keeps U = 8 / C accumulators (vector u of every group of
   // U takes k slice u; 4 chains for one column hide the FMA latency), added in a
-  // fixed tree: accumulators pairwise, lanes pairwise, then the k tail in order. A
+  // fixed tree: accumulators pairwise, plus the k tail's products as one vector
+  // where Ops has masked loads, lanes pairwise (else the k tail after, in order). A
   // last odd column is computed twice and stored once (no second instantiation:
   // library size).
   template <int R, int C>
@@ -494,7 +495,10 @@ struct GemmImpl {
         // instruction set has them (zeros past the row, 0 * 0 = 0), else in order.
         // (A chain of up to 15 scalar multiply-adds was most of a short row's time.)
         if constexpr (HasPartial<Ops>) {
-          if (k > kv) sum = Ops::add(sum, Ops::mul(Ops::loadn(a + i * a_rs + kv, int(k - kv)), Ops::loadn(col[v] + kv, int(k - kv))));
+          if (k > kv) {
+            const int t = int(k - kv);
+            sum = Ops::add(sum, Ops::mul(Ops::loadn(a + i * a_rs + kv, t), Ops::loadn(col[v] + kv, t)));
+          }
         }
         T s = hsum(sum, lanes);
         if constexpr (!HasPartial<Ops>)

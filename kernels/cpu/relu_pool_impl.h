@@ -172,12 +172,13 @@ bool relu_pool_forward_no_nan(const T* conv, int64_t planes, int64_t plane_strid
   const int64_t ph = h_out / 2, pw = w_out / 2;
   if (ph == 0 || pw == 0) return true;
   const int64_t steps = cdiv(pw, L), rows = planes * ph;
-  const T* const conv_end = conv + (planes - 1) * plane_stride + (h_out - 1) * row_stride + w_out;
-  T* const y_end = y + rows * pw;
-  auto r0_of = [&](int64_t r) { return conv + r / ph * plane_stride + 2 * (r % ph) * row_stride; };
-  // Rows whose steps all stay inside the planes and y: all but the last few.
+  // Rows whose steps all stay inside the planes and y: all but the last few. (In
+  // offsets, so that no pointer past the buffers is formed.)
+  const int64_t conv_end = (planes - 1) * plane_stride + (h_out - 1) * row_stride + w_out;
+  auto r0_at = [&](int64_t r) { return r / ph * plane_stride + 2 * (r % ph) * row_stride; };
   int64_t fits = rows;
-  while (fits > 0 && (r0_of(fits - 1) + row_stride + 2 * steps * L > conv_end || y + fits * pw - pw + steps * L > y_end))
+  while (fits > 0 && (r0_at(fits - 1) + row_stride + 2 * steps * L > conv_end ||
+                      (fits - 1) * pw + steps * L > rows * pw))
     --fits;
   // |x|'s bits in lanes that hold the row's values: all of a whole step's, the
   // first pw - (steps - 1) * L of its last step's.
@@ -206,7 +207,7 @@ bool relu_pool_forward_no_nan(const T* conv, int64_t planes, int64_t plane_strid
   // The last rows by the exact rule (NaNs there need no second pass).
   for (; r < rows; ++r)
     for (int64_t j = 0; j < pw; ++j)
-      relu_pool_one<T>(r0_of(r) + 2 * j, r0_of(r) + row_stride + 2 * j, y + r * pw + j, nullptr);
+      relu_pool_one<T>(conv + r0_at(r) + 2 * j, conv + r0_at(r) + row_stride + 2 * j, y + r * pw + j, nullptr);
   const U inf_bits = std::bit_cast<U>(std::numeric_limits<T>::infinity());  // |NaN|'s bits are larger
   for (int l = 0; l < L; ++l)
     if (worst[l] > inf_bits) return false;

@@ -158,6 +158,7 @@ std::vector<Case> cases() {
       {"stride 2 (im2col path), odd output", shape(3, 2, 15, 13, 5, 3, 2, 1)},
       {"2x2 output, one window", shape(1, 1, 3, 3, 1, 2)},
       {"3x3 images, batch 4 (a panel spans images)", shape(4, 1, 3, 3, 2, 2)},
+      {"4x4 outputs (row pairs on AVX2), 13 channels", shape(2, 3, 6, 6, 13, 3)},
   };
 }
 
@@ -235,7 +236,8 @@ namespace {
 // The stride-1 kernel set of one instruction-set level, once set_isa accepted it.
 const ember::cpu::conv2d_detail::DirectKernels* direct_set(const std::string& level) {
   using namespace ember::cpu::conv2d_detail;
-  return level == "avx512" ? direct_kernels_avx512() : level == "avx2" ? direct_kernels_avx2() : direct_kernels_generic();
+  if (level == "avx512") return direct_kernels_avx512();
+  return level == "avx2" ? direct_kernels_avx2() : direct_kernels_generic();
 }
 
 // NaN with a payload of its own, so that which NaN a window keeps shows in the bits.
