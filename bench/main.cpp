@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -174,7 +175,12 @@ int main(int argc, char** argv) {
   }
 
   ember::set_num_threads(opt.threads);
-  std::printf("ember-bench: device %s, %d threads\n", opt.device.c_str(), opt.threads);
+  // The wait policy moves multi-threaded figures by up to a third (a passive
+  // OpenMP thread sleeps between parallel regions and is woken through the
+  // kernel), and it is fixed when OpenMP starts: say which one this run has.
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  std::printf("ember-bench: device %s, %d threads, OMP_WAIT_POLICY=%s\n", opt.device.c_str(), opt.threads,
+              wait_policy ? wait_policy : "unset (OpenMP's threads spin a while between regions)");
   if (opt.device == "cpu") {
     std::printf("floors: fma peak %.1f GFLOP/s f32, %.1f GFLOP/s f64 (%s); copy %.1f GB/s\n",
                 ember::bench::measured_fma_peak_gflops(opt.threads),
