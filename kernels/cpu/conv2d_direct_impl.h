@@ -203,9 +203,9 @@ void outer_rows(int64_t rows, int64_t depth, const T* a, int64_t a_rs, int64_t a
   constexpr int MR = Tiles<T>::MR;
   for (int64_t r0 = 0; r0 < rows; r0 += MR)
     outer_tile_rows<T, MR, BOFF, COFF, PAIRS>(std::min<int64_t>(MR, rows - r0), depth, a + r0 * a_rs,
-                                       a_rs, a_cs, b, b_rs, boff, init ? init + r0 : nullptr,
-                                       COFF ? c : c + r0 * c_rs, c_rs, COFF ? coff + r0 : nullptr,
-                                       ncols);
+                                              a_rs, a_cs, b, b_rs, boff, init ? init + r0 : nullptr,
+                                              COFF ? c : c + r0 * c_rs, c_rs, COFF ? coff + r0 : nullptr,
+                                              ncols);
 }
 
 // x of one image (all channels) copied into the zero-padded Hv x Wv planes.

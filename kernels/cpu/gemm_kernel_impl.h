@@ -319,7 +319,7 @@ struct GemmImpl {
     // one-column path has no alignment head), so which path runs, which may depend
     // on how threads split the columns, never changes the bits.
     // Rows shorter than kAlignedHeadMinK have no alignment head in either path
-    // (dot_columns), so the four-row path takes them at any alignment: the seed
+    // (dot_columns), so the four-column pass takes them at any alignment: the seed
     // network's 120 x 60 layer (480-byte rows, every other one half a line off) went
     // from 641 to 521 ns with it (the whole linear op, one thread; 472 with the
     // masked tail in dot_columns).
