@@ -238,6 +238,11 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
   return true;
 }
 
+// The channel-lane forward (conv2d_lanes_impl.h) computes no padding column but
+// packs the weight first, one pass over it: batches of at least this many output
+// positions take it, where that pass costs under about 2% of the products.
+constexpr int64_t kLanePositions = 2048;
+
 // With relu, each image's output goes through ReLU on the thread that made it, while
 // it is still in that core's cache: one pass fewer over memory than the ops apart.
 template <class T>
@@ -248,10 +253,17 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
   const Kernels<T>& k = kernels_for<T>(s);
   if (forward_channel_shares(s, d, k, x, w, bias, y, relu)) return;
   const Direct v = direct ? Direct(s, d) : Direct();
-  const Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
+  Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
+  if (direct && k.lane_fits && k.lane_fits(s, d) && s.n * d.P >= kLanePositions) {
+    thread_local Scratch packed;
+    T* wl = static_cast<T*>(packed.get(sizeof(T) * size_t(s.c_out * d.K)));
+    k.pack_lanes(d, w, wl);
+    a.w_lanes = wl;
+    a.lane_relu = relu;
+  }
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
   for_ranges<T>(s.n, nt, k.forward_scratch(a), [&](int64_t lo, int64_t hi, T* ws) {
-    if (!relu) return k.forward(a, lo, hi, ws);
+    if (!relu || a.lane_relu) return k.forward(a, lo, hi, ws);
     for (int64_t i = lo; i < hi; ++i) {
       k.forward(a, i, i + 1, ws);
       relu_in_place(y + i * d.y_img, d.y_img);

@@ -259,6 +259,8 @@ void gy_rows(const Args<T>& a, int64_t i, int64_t c0, int64_t rows, T* dst, int6
   spread_pooled_rows(s, *a.v, a.gy + o, a.gy_window + o, rows, dst, ld);
 }
 
+#include "kernels/cpu/conv2d_lanes_impl.h"
+
 // Where one image's forward sums go and what its panels read.
 //
 // On the grid (the general case): virtual positions p' < Pv in panels of NR, an
@@ -316,6 +318,7 @@ ForwardLayout forward_layout(const Conv2dShape& s, const Conv2dDims& d, const Di
 // Scratch: the copied image with its slack, and the output rows [cog][Pr].
 template <class T>
 int64_t forward_scratch_elems(const Args<T>& a) {
+  if (a.w_lanes) return a.v->padded ? a.s->c_in * a.v->plane : 0;  // the padded copy
   const ForwardLayout f = forward_layout<T>(*a.s, *a.d, *a.v);
   return std::max(a.s->c_in * a.v->plane, f.reach) + a.d->cog * f.Pr;
 }
@@ -327,6 +330,8 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   const Conv2dShape& s = *a.s;
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
+  if constexpr (std::is_same_v<T, float>)
+    if (a.w_lanes) return forward_lanes(a, lo, hi, ws);
   const ForwardLayout f = forward_layout<T>(s, d, v);
   const int64_t image = s.c_in * v.plane;
   T* xcopy = ws;
@@ -651,9 +656,14 @@ void weight_images(const Args<typename W::E>& a, int64_t lo, int64_t hi, typenam
 // This instruction set's table.
 template <class T>
 constexpr Kernels<T> direct_table() {
-  return {forward_images<T>,        backward_input_images<T>,         weight_images<FloatWeight<T>>,
-          forward_scratch_elems<T>, backward_input_scratch_elems<T>, weight_scratch<FloatWeight<T>>,
-          weight_units<FloatWeight<T>>};
+  Kernels<T> k{forward_images<T>,        backward_input_images<T>,         weight_images<FloatWeight<T>>,
+               forward_scratch_elems<T>, backward_input_scratch_elems<T>, weight_scratch<FloatWeight<T>>,
+               weight_units<FloatWeight<T>>};
+  if constexpr (std::is_same_v<T, float>) {
+    k.lane_fits = lane_fits<T>;
+    k.pack_lanes = pack_lane_weights<T>;
+  }
+  return k;
 }
 
 }  // namespace

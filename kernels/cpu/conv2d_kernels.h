@@ -64,6 +64,11 @@ struct Args {
   // kernels spread it back (ReLU's mask, each window's position) as they read it,
   // so the convolution's full-size output gradient is never stored.
   const uint8_t* gy_window = nullptr;
+  // Forward of the direct kernels only, not with relu_pool: the weight packed
+  // [G][K][cog] (pack_lane_weights), which selects the channel-lane tiles
+  // (conv2d_lanes_impl.h). Set only where Kernels::lane_fits holds.
+  const T* w_lanes = nullptr;
+  bool lane_relu = false;  // with w_lanes: ReLU applied as the tiles store y
 };
 
 // One path's kernels for one dtype. Each runs single-threaded over images [lo, hi)
@@ -83,6 +88,10 @@ struct Kernels {
   // the split): the stride-1 kernels' channel tiles; 1 for the im2col path, whose
   // im2col every part would have to repeat.
   int64_t (*backward_weight_units)(const Args<T>&);
+  // The channel-lane forward (direct kernels, float32; null elsewhere): whether a
+  // shape suits it, and the packing of its weight into Args::w_lanes.
+  bool (*lane_fits)(const Conv2dShape&, const Conv2dDims&) = nullptr;
+  void (*pack_lanes)(const Conv2dDims&, const T* w, T* wl) = nullptr;
 };
 
 // The im2col path (conv2d_im2col.cpp), float and double.

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -283,6 +284,41 @@ TEST_CASE("conv2d forward of one image has the same bits on one thread and on a 
     const auto team = run();
     CHECK(team.first == one.first);
     CHECK(team.second == one.second);
+  }
+}
+
+TEST_CASE("conv2d forward with channels in the lanes has the grid tiles' bits", "[kernels][conv2d]") {
+  // A batch of 2048 output positions or more takes the channel-lane tiles where the
+  // shape suits them; one image at a time takes the grid tiles. Each output's sum
+  // runs in the same order on both, so the bits agree, ReLU's included. NaNs (with
+  // their own payloads) and zeros in x reach some outputs.
+  for (const Conv2dShape& batch : {shape(12, 8, 14, 14, 32, 3, 3, 1, 1, 1, 1),
+                                   shape(16, 16, 13, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2)}) {
+    Conv2dShape one = batch;
+    one.n = 1;
+    std::mt19937 g(9);
+    const Sizes z = sizes(batch), z1 = sizes(one);
+    auto x = as<float>(random_values(z.x, g));
+    const auto w = as<float>(random_values(z.w, g)), b = as<float>(random_values(batch.c_out, g));
+    for (size_t i = 0; i < x.size(); i += 997) x[i] = std::bit_cast<float>(0x7fc00000u | uint32_t(i));
+    std::fill(x.begin() + 3 * z1.x, x.begin() + 4 * z1.x, 0.0f);  // image 3: bias only (and ReLU of it)
+    for_each_isa([&] {
+      for (bool relu : {false, true}) {
+        INFO("channels " << batch.c_out << ", groups " << batch.groups << ", relu " << relu);
+        std::vector<float> lanes(z.y), grid(z.y);
+        ember::cpu::conv2d_forward(DType::Float32, batch, x.data(), w.data(), b.data(), lanes.data(), relu);
+        for (int64_t i = 0; i < batch.n; ++i)
+          ember::cpu::conv2d_forward(DType::Float32, one, x.data() + i * z1.x, w.data(), b.data(),
+                                     grid.data() + i * z1.y, relu);
+        int64_t differ = 0, nans = 0;
+        for (size_t k = 0; k < lanes.size(); ++k) {
+          differ += std::bit_cast<uint32_t>(lanes[k]) != std::bit_cast<uint32_t>(grid[k]);
+          nans += std::isnan(grid[k]);
+        }
+        CHECK(differ == 0);
+        CHECK(nans > 0);
+      }
+    });
   }
 }
 
