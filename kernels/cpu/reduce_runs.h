@@ -65,8 +65,16 @@ sum_acc_t<T> sum_contiguous(const T* p, int64_t n) {
       for (int l = 0; l < 16; ++l) s += lane[l];
       total += s;
     }
-    for (; i < n; ++i) total += p[i];
-    return total;
+    // The rest (a whole row under 2048 values, like a 14x14 plane's): 16 double
+    // lanes, so that the adds do not each wait on the one before (one chain took
+    // about 0.1 us per 196 values).
+    double lane[16] = {};
+    for (; i + 16 <= n; i += 16)
+      for (int l = 0; l < 16; ++l) lane[l] += p[i + l];
+    for (int l = 0; i < n; ++i, ++l) lane[l] += p[i];
+    for (int w = 8; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l) lane[l] += lane[l + w];
+    return total + lane[0];
   } else if constexpr (is_half_v<T>) {
     // Added into kHalfBlock float lanes, a block at a time (add_to_float: the
     // widening and the add in one vector pass), kFlush blocks before the lanes are

@@ -2,7 +2,7 @@
 // float64 loops written here: the first max/min and its position (ties, NaN, -inf,
 // runs across block boundaries, strided and half inputs) and var's one-pass
 // moments (block edges, data far from zero, an outlier, NaN and inf), each at every
-// instruction-set level this CPU runs.
+// instruction-set level this CPU runs; and float sums of rows of every length.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -206,4 +206,26 @@ TEST_CASE("run_moments: var's count, mean and M2 in one pass match float64", "[k
     }
   }
   SECTION("float64") { moment_cases<double>(rng, 1e-13); }
+}
+
+TEST_CASE("sum_contiguous: float rows of every length match a float64 sum", "[kernels][reduce]") {
+  // Rows under 2048 values are summed in double lanes (all but exact); longer ones
+  // in 2048-value float blocks, each added in double.
+  std::mt19937 g(17);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t n : kSizes) {
+    for (int64_t tail : {0, 3, 196}) {
+      const int64_t len = n + tail;
+      std::vector<float> p(static_cast<size_t>(len));
+      double want = 0, magnitude = 0;
+      for (float& v : p) {
+        v = u(g);
+        want += v;
+        magnitude += std::fabs(v);
+      }
+      INFO("n " << len);
+      const double got = sum_contiguous(p.data(), len);
+      CHECK(std::fabs(got - want) <= (len < 2048 ? 1e-13 : 1e-6) * magnitude);
+    }
+  }
 }
