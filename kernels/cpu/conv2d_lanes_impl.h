@@ -67,7 +67,7 @@ template <class T, int ROWS>
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) {
       const V v = acc[i][j];
-      S::store(buf[i] + j * L, relu ? ((v > 0) | (v != v) ? v : V{}) : v);
+      S::store(buf[i] + j * L, relu ? (((v > 0) | (v != v)) ? v : V{}) : v);
     }
   for (int c = 0; c < NV * L; ++c)
 #pragma GCC unroll 16
