@@ -12,8 +12,10 @@
 // transposed (a channel's positions are one row of y).
 //
 // Each output's sum starts from its bias (or +0) and adds the taps in the order k of
-// Direct::off, one fused multiply-add each, as outer_tile does: the two forwards give
-// the same bits.
+// Direct::off, one fused multiply-add each (a multiply and an add on the baseline
+// level), as outer_tile does: the two forwards give the same bits, except which NaN
+// payload survives where one product has a NaN in both x and the weight (the
+// instruction's operand order decides, and the two tiles' orders differ).
 #pragma once
 
 // The weight W[g][co][k] of one call as wl[g][k][co], the lane tiles' layout.
@@ -83,7 +85,10 @@ constexpr int kLaneRunMax = Tiles<T>::MR;
 template <class T>
 constexpr int kLaneRunMin = (Tiles<T>::MR + 1) / 2;
 
-// lane_tile for a run-time run length r in [kLaneRunMin, R].
+// lane_tile for a run-time run length r in [kLaneRunMin, R]. forward_lanes' cut
+// never makes a shorter run: with m = cdiv(w, MR) runs, m >= 2 means
+// w >= (m - 1) MR + 1, so w / m >= (MR + 1) / 2; and m = 1 means the whole row, which
+// lane_fits holds to at least kLaneRunMin.
 template <class T, int R>
 void lane_tile_rows(int64_t r, int64_t depth, const T* x, const int64_t* off, const T* wl, int64_t w_rs,
                     const T* bias, T* y, int64_t y_cs, bool relu) {

@@ -91,6 +91,14 @@ void for_each_isa(F&& f) {
   }
 }
 
+// The direct kernels' table that set_isa(isa) makes conv2d use.
+const ember::cpu::conv2d_detail::DirectKernels* direct_set(const std::string& isa) {
+  using namespace ember::cpu::conv2d_detail;
+  if (isa == "avx512") return direct_kernels_avx512();
+  if (isa == "avx2") return direct_kernels_avx2();
+  return direct_kernels_generic();
+}
+
 }  // namespace
 
 TEST_CASE("conv2d float64 matches the direct definition", "[kernels][conv2d]") {
@@ -291,7 +299,9 @@ TEST_CASE("conv2d forward with channels in the lanes has the grid tiles' bits", 
   // A batch of 2048 output positions or more takes the channel-lane tiles where the
   // shape suits them; one image at a time takes the grid tiles. Each output's sum
   // runs in the same order on both, so the bits agree, ReLU's included. NaNs (with
-  // their own payloads) and zeros in x reach some outputs.
+  // their own payloads) and zeros in x reach some outputs. (Where one product has a
+  // NaN in both x and the weight, which payload survives depends on the operand
+  // order each tile's multiply-add happens to get: not compared.)
   for (const Conv2dShape& batch : {shape(12, 8, 14, 14, 32, 3, 3, 1, 1, 1, 1),
                                    shape(16, 16, 13, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2)}) {
     Conv2dShape one = batch;
@@ -303,6 +313,7 @@ TEST_CASE("conv2d forward with channels in the lanes has the grid tiles' bits", 
     for (size_t i = 0; i < x.size(); i += 997) x[i] = std::bit_cast<float>(0x7fc00000u | uint32_t(i));
     std::fill(x.begin() + 3 * z1.x, x.begin() + 4 * z1.x, 0.0f);  // image 3: bias only (and ReLU of it)
     for_each_isa([&] {
+      CHECK(direct_set(ember::cpu::isa_name(ember::cpu::active_isa()))->f32.lane_fits(batch, ember::Conv2dDims(batch)));
       for (bool relu : {false, true}) {
         INFO("channels " << batch.c_out << ", groups " << batch.groups << ", relu " << relu);
         std::vector<float> lanes(z.y), grid(z.y);
@@ -320,6 +331,61 @@ TEST_CASE("conv2d forward with channels in the lanes has the grid tiles' bits", 
       }
     });
   }
+}
+
+TEST_CASE("conv2d lane tiles: every run length, -0 through ReLU, no bias", "[kernels][conv2d]") {
+  // Rows 3 to 13 wide (one run of each length the levels take), 20, 24 and 25 (cut
+  // into runs: 10 + 10, 12 + 12, 8 + 8 + 9 on AVX-512), one and two groups of 64
+  // channels (two channel tiles a group on AVX-512): the batch (lane tiles) against
+  // one image at a time (grid tiles), bit for bit. Image 0 is all +0 and channel 5
+  // has negative weights and a bias of -0, so its outputs there are exactly -0, and
+  // +0 after ReLU.
+  for_each_isa([] {
+    const std::string isa = ember::cpu::isa_name(ember::cpu::active_isa());
+    const auto* k = direct_set(isa);
+    for (int64_t wo : {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 20, 24, 25})
+      for (int64_t groups : {1, 2}) {
+        const int64_t rows = 3, n = (2048 + rows * wo - 1) / (rows * wo);
+        const Conv2dShape batch = shape(n, 8 * groups, rows, wo, 64 * groups, 3, 3, 1, 1, 1, 1, 1, 1, groups);
+        const ember::Conv2dDims d(batch);
+        INFO(isa << ": w_out " << wo << ", groups " << groups << ", batch " << n);
+        if (!k->f32.lane_fits(batch, d)) {
+          CHECK(wo < (isa == "avx512" ? 6 : 3));  // shorter than the shortest run
+          continue;
+        }
+        Conv2dShape one = batch;
+        one.n = 1;
+        std::mt19937 g(11);
+        const Sizes z = sizes(batch), z1 = sizes(one);
+        auto x = as<float>(random_values(z.x, g));
+        auto w = as<float>(random_values(z.w, g));
+        auto b = as<float>(random_values(batch.c_out, g));
+        std::fill(x.begin(), x.begin() + int64_t(z1.x), 0.0f);
+        for (int64_t j = 0; j < d.K; ++j) w[size_t(5 * d.K + j)] = -std::fabs(w[size_t(5 * d.K + j)]) - 0.5f;
+        b[5] = -0.0f;
+        for (bool relu : {false, true})
+          for (bool with_bias : {true, false}) {
+            INFO("relu " << relu << ", bias " << with_bias);
+            const float* bp = with_bias ? b.data() : nullptr;
+            const float nan = std::numeric_limits<float>::quiet_NaN();
+            std::vector<float> lanes(z.y, nan), grid(z.y, nan);
+            ember::cpu::conv2d_forward(DType::Float32, batch, x.data(), w.data(), bp, lanes.data(), relu);
+            for (int64_t i = 0; i < batch.n; ++i)
+              ember::cpu::conv2d_forward(DType::Float32, one, x.data() + i * z1.x, w.data(), bp,
+                                         grid.data() + i * z1.y, relu);
+            int64_t differ = 0;
+            for (size_t j = 0; j < lanes.size(); ++j)
+              differ += std::bit_cast<uint32_t>(lanes[j]) != std::bit_cast<uint32_t>(grid[j]);
+            CHECK(differ == 0);
+            if (with_bias) {
+              const uint32_t want = relu ? 0u : 0x80000000u;
+              int64_t wrong = 0;
+              for (int64_t p = 0; p < d.P; ++p) wrong += std::bit_cast<uint32_t>(lanes[size_t(5 * d.P + p)]) != want;
+              CHECK(wrong == 0);
+            }
+          }
+      }
+  });
 }
 
 TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {
