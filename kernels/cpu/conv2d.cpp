@@ -239,9 +239,12 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
 }
 
 // The channel-lane forward (conv2d_lanes_impl.h) computes no padding column but
-// packs the weight first, one pass over it: batches of at least this many output
-// positions take it, where that pass costs under about 2% of the products.
-constexpr int64_t kLanePositions = 2048;
+// packs the weight first, one pass over it, so small batches keep the grid tiles.
+// On conv_block.onnx (two 64-channel 3x3 layers at 14x14, 2 threads) the lane
+// tiles lost at batch 2 (the model 256-264 us against 229-232), broke even at 3 to
+// 5 and won from 6 (596-624 against 622-714) on: batches of at least this many
+// output positions take them.
+constexpr int64_t kLanePositions = 1024;
 
 // With relu, each image's output goes through ReLU on the thread that made it, while
 // it is still in that core's cache: one pass fewer over memory than the ops apart.

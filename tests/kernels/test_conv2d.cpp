@@ -296,7 +296,7 @@ TEST_CASE("conv2d forward of one image has the same bits on one thread and on a 
 }
 
 TEST_CASE("conv2d forward with channels in the lanes has the grid tiles' bits", "[kernels][conv2d]") {
-  // A batch of 2048 output positions or more takes the channel-lane tiles where the
+  // A batch of 1024 output positions or more takes the channel-lane tiles where the
   // shape suits them; one image at a time takes the grid tiles. Each output's sum
   // runs in the same order on both, so the bits agree, ReLU's included. NaNs (with
   // their own payloads) and zeros in x reach some outputs. (Where one product has a
