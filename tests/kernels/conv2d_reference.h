@@ -71,7 +71,7 @@ inline std::vector<Case> cases() {
       {"row pairs: 4 wide, 13 channels", shape(2, 3, 6, 6, 13, 3, 3), true},
       {"row pairs: 4 wide, 3 rows, pad 1", shape(3, 2, 3, 4, 3, 3, 3, 1, 1, 1, 1), true},
       // Channels in the vector lanes (conv2d_lanes_impl.h): 32 or 64 output channels
-      // a group, 64 taps or more, batches of 1024 output positions or more. Rows cut
+      // a group, batches of 1024 output positions or more. Rows cut
       // into runs: 14 wide is 7 + 7 on AVX-512 (4 + 5 + 5 on AVX2), 11 one run (5 + 6),
       // 6 the shortest run AVX-512 takes, 25 three runs (8 + 8 + 9).
       {"channel lanes: 3x3, pad 1, 14 wide, batch 12", shape(12, 8, 14, 14, 32, 3, 3, 1, 1, 1, 1), true},
@@ -79,6 +79,7 @@ inline std::vector<Case> cases() {
       {"channel lanes: groups 2, 11 wide", shape(16, 16, 13, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2), true},
       {"channel lanes: dilation 2, 6 wide", shape(60, 8, 10, 10, 32, 3, 3, 1, 1, 0, 0, 2, 2), true},
       {"channel lanes: 25 wide, 2x4 kernel", shape(4, 8, 24, 28, 32, 2, 4), false},
+      {"channel lanes: one input channel (9 taps)", shape(8, 1, 14, 14, 32, 3, 3, 1, 1, 1, 1), true},
       {"stride 2, pad 1, batch 21 (im2col path)", shape(21, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1), true},
       // One image large enough for the team: on the stride-1 kernels the threads
       // share its 40 output channels (20 each); with stride 2 cpu::gemm takes the team.
