@@ -95,6 +95,7 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
     const Tensor& x = in[0];
     const Tensor& w = in[1];
     const Tensor b = in.size() > 2 ? in[2] : Tensor();
+    const Tensor packed = in.size() > 3 ? in[3] : Tensor();  // onnx/prepack.cpp
     if (x.dim() != 4 || w.dim() != 4) return run_parts(parts, in);
     Pair stride{}, pad{}, dilation{};
     if (fixed && w.size(2) == fixed->kernel[0] && w.size(3) == fixed->kernel[1]) {
@@ -119,7 +120,7 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
     };
     const int64_t least = pool ? 2 : 1;
     if (out_size(0) < least || out_size(1) < least) return run_parts(parts, in);
-    if (!pool) return std::vector<Tensor>{conv2d_relu(x, w, b, stride, pad, dilation, groups)};
+    if (!pool) return std::vector<Tensor>{conv2d_packed(x, w, packed, b, stride, pad, dilation, groups, true)};
     return std::vector<Tensor>{conv2d_relu_pool2x2(x, w, b, stride, pad, dilation, groups)};
   };
 }

@@ -141,9 +141,11 @@ void lift_1d(Window& w) {
 
 // ---- Conv ----
 
-// 2-D convolution with padding already symmetric.
-Tensor conv2d_window(const Tensor& x, const Tensor& w, const Tensor& b, const Window& win, int64_t groups) {
-  return conv2d(x, w, b, pair(win.stride), pair(win.pad_begin), pair(win.dilation), groups);
+// 2-D convolution with padding already symmetric; packed: the weight as
+// onnx/prepack.cpp laid it out at load, or undefined.
+Tensor conv2d_window(const Tensor& x, const Tensor& w, const Tensor& b, const Window& win, int64_t groups,
+                     const Tensor& packed = Tensor()) {
+  return conv2d_packed(x, w, packed, b, pair(win.stride), pair(win.pad_begin), pair(win.dilation), groups);
 }
 
 }  // namespace
@@ -156,8 +158,9 @@ OpFn build_conv(const NodeContext& ctx) {
   return [=](const std::vector<Tensor>& in) {
     Tensor x = in[0], w = in[1];
     Tensor b = in.size() > 2 ? in[2] : Tensor();
+    const Tensor packed = in.size() > 3 ? in[3] : Tensor();  // onnx/prepack.cpp: 2-D only
     if (fixed && x.dim() == 4 && w.dim() == 4 && w.size(2) == fixed->kernel[0] && w.size(3) == fixed->kernel[1])
-      return one(conv2d(x, w, b, fixed->stride, fixed->pad, fixed->dilation, groups));
+      return one(conv2d_packed(x, w, packed, b, fixed->stride, fixed->pad, fixed->dilation, groups));
     int64_t n = w.dim() - 2;
     if (n < 1 || n > 3) throw NotImplementedError(where + ": a " + std::to_string(n) + "-D convolution is not supported");
     Shape kernel(w.shape().begin() + 2, w.shape().end());
@@ -170,7 +173,7 @@ OpFn build_conv(const NodeContext& ctx) {
       lift_1d(win);
       return one(conv2d_window(x.unsqueeze(2), w.unsqueeze(2), b, win, groups).squeeze(2));
     }
-    if (n == 2) return one(conv2d_window(x, w, b, win, groups));
+    if (n == 2) return one(conv2d_window(x, w, b, win, groups, packed));
     // 3-D: output depth d sums 2-D convolutions of the input planes its window
     // covers with the matching kernel planes.
     if (win.pad_begin[0] > 0) {

@@ -16,6 +16,7 @@
 #include "kernels/base/error.h"
 #include "onnx/checker.h"
 #include "onnx/fuse.h"
+#include "onnx/prepack.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/plan.h"
 #include "onnx/tensor_proto.h"
@@ -325,6 +326,7 @@ std::shared_ptr<const Plan> build_plan(const std::string& bytes, Device device, 
   if (device != kCPU)
     for (auto& c : plan->constants)
       if (is_floating(c.dtype())) c = c.to(device);
+  prepack_weights(*plan);
   plan->finish();
   return plan;
 }

@@ -1,8 +1,8 @@
 // conv2d front-end: shape checks with PyTorch's messages, half types on the CPU
 // computed in float32 (or on the bfloat16 kernels where they pay), dispatch to
 // kernels/cpu/conv2d, and the Conv2d autograd node
-// (saved: x, weight; attributes: Conv2dAttrs). conv2d_relu: inference's one-pass
-// convolution + ReLU.
+// (saved: x, weight; attributes: Conv2dAttrs). Inference's own front-ends
+// (conv2d_relu, a packed weight) are in conv_inference.cpp.
 #include "kernels/cpu/conv2d.h"
 #include "tensor/autocast.h"
 #include "tensor/checks.h"
@@ -111,25 +111,6 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
     node->save("x", x);
     node->save("weight", weight);
     node->attrs = Conv2dAttrs{stride, padding, dilation, groups, bias.defined()};
-  }
-  return y;
-}
-
-Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding,
-                   Pair dilation, int64_t groups) {
-  const DType dt = x.dtype();
-  const bool cpu = x.device().is_cpu() && weight.device().is_cpu() && (!bias.defined() || bias.device().is_cpu());
-  const bool one_dtype = weight.dtype() == dt && (!bias.defined() || bias.dtype() == dt);
-  if (autocast::applies(autocast::Policy::lower, {&x, &weight, &bias}) || !cpu || !one_dtype ||
-      (dt != kFloat32 && dt != kFloat64) || needs_grad({&x, &weight, &bias}))
-    return conv2d(x, weight, bias, stride, padding, dilation, groups).relu();
-  check_conv2d_args(x, weight, bias, stride, padding, dilation, groups);
-  const auto s = conv2d_shape(x.shape(), weight.shape(), stride, padding, dilation, groups);
-  Tensor y = empty({s.n, s.c_out, s.h_out, s.w_out}, {dt, kCPU});
-  if (y.numel() > 0) {
-    const Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : bias;
-    cpu::conv2d_forward(dt, s, xc.data_ptr(), wc.data_ptr(), bc.defined() ? bc.data_ptr() : nullptr, y.data_ptr(),
-                        true);
   }
   return y;
 }

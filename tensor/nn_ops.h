@@ -39,6 +39,25 @@ std::tuple<Tensor, Tensor> conv2d_backward_weight(const Tensor& grad_y, const Te
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride = {1, 1},
                    Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
 
+// A convolution weight [c_out, c_in/groups, kh, kw] laid out once for many forward
+// calls (an ONNX plan packs its constant weights at load): [groups, c_in/groups * kh *
+// kw, c_out/groups], the layout of the CPU's stride-1 float32 kernels with output
+// channels in the vector lanes. An undefined tensor where no kernel of this CPU would
+// use it for layers of this stride and groups (not float32 on the CPU, not stride 1,
+// or channels per group that do not fill whole vector tiles: 32 with AVX-512).
+Tensor conv2d_pack_weight(const Tensor& weight, Pair stride = {1, 1}, int64_t groups = 1);
+
+// conv2d(x, weight, bias, ...), then ReLU when relu, given packed =
+// conv2d_pack_weight(weight, stride, groups) too (or an undefined tensor): the same
+// values, without laying the weight out on each call, so that small batches take
+// those kernels as well. Inference only, as conv2d_relu: with autograd, autocast,
+// other devices or dtypes it is the ops apart (packed unused). A packed tensor of
+// another dtype, device or shape is a ValueError; one of other values than the
+// weight's gives wrong results.
+Tensor conv2d_packed(const Tensor& x, const Tensor& weight, const Tensor& packed, const Tensor& bias,
+                     Pair stride = {1, 1}, Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1,
+                     bool relu = false);
+
 // max_pool2d(relu(conv2d(x, weight, bias, ...)), {2, 2}) as one op. On the CPU in
 // float32, float64, bfloat16 and bfloat16 autocast the convolution's output is pooled
 // image by image as it is computed and never stored, and the node keeps one byte per

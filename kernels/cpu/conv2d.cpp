@@ -239,30 +239,68 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
 }
 
 // The channel-lane forward (conv2d_lanes_impl.h) computes no padding column but
-// packs the weight first, one pass over it, so small batches keep the grid tiles.
-// On conv_block.onnx (two 64-channel 3x3 layers at 14x14, 2 threads) the lane
-// tiles lost at batch 2 (the model 256-264 us against 229-232), broke even at 3 to
-// 5 and won from 6 (596-624 against 622-714) on: batches of at least this many
-// output positions take them.
+// needs the weight packed, one pass over it. Given no packed weight (the caller's,
+// packed once: conv2d_pack_weight), small batches keep the grid tiles. On
+// conv_block.onnx (two 64-channel 3x3 layers at 14x14, 2 threads) the lane tiles,
+// packing per call, lost at batch 2 (the model 256-264 us against 229-232), broke
+// even at 3 to 5 and won from 6 (596-624 against 622-714) on: batches of at least
+// this many output positions take them.
 constexpr int64_t kLanePositions = 1024;
+
+// One image on several threads with the lane tiles: the threads split its output
+// rows, each copying the padded image into a workspace of its own (the grid tiles'
+// channel shares copy it per share too) and reading the whole packed weight, which
+// stays in each core's L2.
+template <class T>
+bool forward_lane_rows(const Args<T>& a, const Kernels<T>& k) {
+  const Conv2dShape& s = *a.s;
+  const Conv2dDims& d = *a.d;
+  if (s.n != 1 || omp_in_parallel()) return false;
+  const double macs = double(s.c_out) * double(d.K) * double(d.P);
+  const int parts = int(std::min<int64_t>(get_num_threads(), s.h_out));
+  if (parts < 2 || macs < kParallelMacs * parts) return false;
+  const int64_t slice = round_up(std::max<int64_t>(k.forward_scratch(a), 1), 64 / int64_t(sizeof(T)));
+  T* ws = static_cast<T*>(scratch.get(sizeof(T) * size_t(slice) * size_t(parts)));
+  struct Ctx {
+    const Args<T>* a;
+    const Kernels<T>* k;
+    T* ws;
+    int64_t slice, rows;
+    int parts;
+  } ctx{&a, &k, ws, slice, s.h_out, parts};
+  run_items(parts, parts, [](const void* c, int64_t i, int) {
+    const Ctx& t = *static_cast<const Ctx*>(c);
+    Args<T> part = *t.a;
+    part.lane_oy0 = t.rows * i / t.parts;
+    part.lane_oy1 = t.rows * (i + 1) / t.parts;
+    t.k->forward(part, 0, 1, t.ws + i * t.slice);
+  }, &ctx);
+  return true;
+}
 
 // With relu, each image's output goes through ReLU on the thread that made it, while
 // it is still in that core's cache: one pass fewer over memory than the ops apart.
+// packed (nullable): the weight as conv2d_pack_weight lays it out.
 template <class T>
-void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y, bool relu) {
+void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y, bool relu, const T* packed) {
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || d.P <= 0) return;
   const bool direct = is_direct(s);
   const Kernels<T>& k = kernels_for<T>(s);
-  if (forward_channel_shares(s, d, k, x, w, bias, y, relu)) return;
+  const bool lanes = direct && k.lane_fits && k.lane_fits(s, d) && (packed || s.n * d.P >= kLanePositions);
+  if (!lanes && forward_channel_shares(s, d, k, x, w, bias, y, relu)) return;
   const Direct v = direct ? Direct(s, d) : Direct();
   Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
-  if (direct && k.lane_fits && k.lane_fits(s, d) && s.n * d.P >= kLanePositions) {
-    thread_local Scratch packed;
-    T* wl = static_cast<T*>(packed.get(sizeof(T) * size_t(s.c_out * d.K)));
-    k.pack_lanes(d, w, wl);
-    a.w_lanes = wl;
+  if (lanes) {
+    if (!packed) {
+      thread_local Scratch own;
+      T* wl = static_cast<T*>(own.get(sizeof(T) * size_t(s.c_out * d.K)));
+      k.pack_lanes(d, w, wl);
+      packed = wl;
+    }
+    a.w_lanes = packed;
     a.lane_relu = relu;
+    if (forward_lane_rows(a, k)) return;
   }
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
   for_ranges<T>(s.n, nt, k.forward_scratch(a), [&](int64_t lo, int64_t hi, T* ws) {
@@ -512,9 +550,11 @@ void require_bf16_direct(const Conv2dShape& s, const char* op) {
 }  // namespace
 
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
-                    const void* bias, void* y, bool relu) {
+                    const void* bias, void* y, bool relu, const void* packed) {
   if (relu && dt != DType::Float32 && dt != DType::Float64)
     throw ValueError(std::string("conv2d_forward: relu needs float32 or float64 values, got ") + dtype_name(dt));
+  if (packed && dt != DType::Float32)
+    throw ValueError(std::string("conv2d_forward: a packed weight needs float32 values, got ") + dtype_name(dt));
   if (dt == DType::BFloat16 && bf16_on_direct(s))
     return conv2d_detail::bf16_forward(s, x, weight, bias, y, false, nullptr);
   if (dt == DType::BFloat16)
@@ -522,8 +562,24 @@ void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* w
                                static_cast<const BFloat16*>(bias), static_cast<BFloat16*>(y));
   conv2d_detail::float_types(dt, "conv2d_forward", [&]<class T>() {
     conv2d_detail::forward_impl<T>(s, static_cast<const T*>(x), static_cast<const T*>(weight),
-                                   static_cast<const T*>(bias), static_cast<T*>(y), relu);
+                                   static_cast<const T*>(bias), static_cast<T*>(y), relu,
+                                   static_cast<const T*>(packed));
   });
+}
+
+bool conv2d_uses_packed_weight(DType dt, const Conv2dShape& s) {
+  if (dt != DType::Float32 || !conv2d_detail::is_direct(s) || s.groups <= 0) return false;
+  const int64_t c = conv2d_detail::kernels_for<float>(s).lane_channels;
+  const int64_t cog = s.c_out / s.groups;
+  return c > 0 && cog > 0 && cog % c == 0;
+}
+
+void conv2d_pack_weight(DType dt, const Conv2dShape& s, const void* weight, void* packed) {
+  if (dt != DType::Float32)
+    throw ValueError(std::string("conv2d_pack_weight: needs float32 values, got ") + dtype_name(dt));
+  const Conv2dDims d(s);
+  conv2d_detail::direct_tables().pick().f32.pack_lanes(d, static_cast<const float*>(weight),
+                                                          static_cast<float*>(packed));
 }
 
 void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,

@@ -23,8 +23,20 @@ using ember::conv2d_set_output_size;
 
 // y = conv(x, weight) + bias, then ReLU (NaN kept) when relu: float32 and float64
 // only, applied to each image's output as it is made (ValueError for other dtypes).
+// packed (nullable, float32 only, else ValueError): the same weight as
+// conv2d_pack_weight lays it out, which spares the channel-lane tiles packing it on
+// every call; the results are the same.
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
-                    const void* bias, void* y, bool relu = false);
+                    const void* bias, void* y, bool relu = false, const void* packed = nullptr);
+
+// A weight packed once for many forward calls (an ONNX plan's constant weights):
+// [c_out][c_in/groups][kh][kw] as [groups][c_in/groups * kh * kw][c_out/groups], the
+// layout of the stride-1 float32 channel-lane tiles. conv2d_uses_packed_weight says
+// whether conv2d_forward can use one for layers of s's weight, stride and groups on
+// this CPU (s's batch and image size do not matter: a call whose output rows are
+// narrower than the shortest lane run takes the grid tiles and ignores it).
+bool conv2d_uses_packed_weight(DType dt, const Conv2dShape& s);
+void conv2d_pack_weight(DType dt, const Conv2dShape& s, const void* weight, void* packed);
 
 // grad_x = d(sum grad_y . y)/dx: every input element collects grad_y times the
 // weight over the outputs its value reaches. grad_x is overwritten.

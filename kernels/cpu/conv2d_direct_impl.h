@@ -661,6 +661,7 @@ constexpr Kernels<T> direct_table() {
                weight_units<FloatWeight<T>>};
   if constexpr (std::is_same_v<T, float>) {
     k.lane_fits = lane_fits<T>;
+    k.lane_channels = Tiles<T>::NR;
     k.pack_lanes = pack_lane_weights<T>;
   }
   return k;

@@ -69,6 +69,9 @@ struct Args {
   // (conv2d_lanes_impl.h). Set only where Kernels::lane_fits holds.
   const T* w_lanes = nullptr;
   bool lane_relu = false;  // with w_lanes: ReLU applied as the tiles store y
+  // With w_lanes: only output rows [lane_oy0, lane_oy1) of each image (-1: to the
+  // last), so that the threads can share one image's rows.
+  int64_t lane_oy0 = 0, lane_oy1 = -1;
 };
 
 // One path's kernels for one dtype. Each runs single-threaded over images [lo, hi)
@@ -88,9 +91,11 @@ struct Kernels {
   // the split): the stride-1 kernels' channel tiles; 1 for the im2col path, whose
   // im2col every part would have to repeat.
   int64_t (*backward_weight_units)(const Args<T>&);
-  // The channel-lane forward (direct kernels, float32; null elsewhere): whether a
-  // shape suits it, and the packing of its weight into Args::w_lanes.
+  // The channel-lane forward (direct kernels, float32; null and 0 elsewhere): whether
+  // a shape suits it, the channels of one tile (a group's must be a multiple), and
+  // the packing of its weight into Args::w_lanes.
   bool (*lane_fits)(const Conv2dShape&, const Conv2dDims&) = nullptr;
+  int64_t lane_channels = 0;
   void (*pack_lanes)(const Conv2dDims&, const T* w, T* wl) = nullptr;
 };
 

@@ -108,8 +108,8 @@ bool lane_fits(const Conv2dShape& s, const Conv2dDims& d) {
 }
 
 // Forward of images [lo, hi) with the packed weight a.w_lanes (and ReLU when
-// a.lane_relu): per group, per tile of NV vectors of channels, per output row, its
-// runs. A tile of packed weights (K x NV vectors) is read once per run from L2, x
+// a.lane_relu): per group, per tile of NV vectors of channels, per output row of
+// [a.lane_oy0, a.lane_oy1), its runs. A tile of packed weights (K x NV vectors) is read once per run from L2, x
 // once per channel tile. The next image's x is prefetched a slice per row, so that
 // its copy into the padded planes does not wait on memory.
 template <class T>
@@ -120,7 +120,8 @@ void forward_lanes(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   const Conv2dDims& d = *a.d;
   const Direct& v = *a.v;
   const int64_t runs = cdiv(s.w_out, kLaneRunMax<T>);
-  const int64_t slices = d.G * (d.cog / C) * s.h_out;
+  const int64_t oy0 = a.lane_oy0, oy1 = a.lane_oy1 < 0 ? s.h_out : a.lane_oy1;
+  const int64_t slices = std::max<int64_t>(d.G * (d.cog / C) * (oy1 - oy0), 1);
   const int64_t slice_lines = cdiv(cdiv(d.x_img, kLine), slices);
   for (int64_t i = lo; i < hi; ++i) {
     const T* xi = a.x + i * d.x_img;
@@ -136,7 +137,7 @@ void forward_lanes(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
       for (int64_t c0 = 0; c0 < d.cog; c0 += C) {
         const T* bias = a.bias ? a.bias + g * d.cog + c0 : nullptr;
         T* yc = a.out + i * d.y_img + (g * d.cog + c0) * d.P;
-        for (int64_t oy = 0; oy < s.h_out; ++oy) {
+        for (int64_t oy = oy0; oy < oy1; ++oy) {
           for (int64_t r = 0; r < runs; ++r) {
             const int64_t ox0 = s.w_out * r / runs, ox1 = s.w_out * (r + 1) / runs;
             lane_tile_rows<T, kLaneRunMax<T>>(ox1 - ox0, d.K, xg + oy * v.Wv + ox0, v.off.data(), wg + c0, d.cog,

@@ -388,6 +388,73 @@ TEST_CASE("conv2d lane tiles: every run length, -0 through ReLU, no bias", "[ker
   });
 }
 
+TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one image's rows shared", "[kernels][conv2d]") {
+  // conv2d_pack_weight lays W[g][co][k] out as [g][k][co]: checked against that
+  // index map. Given the packed weight, batches of every size take the lane tiles
+  // (batch 1 with its output rows shared by the team: 5 rows on 4 threads split 1,
+  // 1, 1, 2), and give the bits of the grid tiles run one image at a time without it.
+  const int threads_before = ember::get_num_threads();
+  for (const Conv2dShape& s : {shape(1, 8, 14, 14, 64, 3, 3, 1, 1, 1, 1), shape(3, 16, 7, 9, 128, 3, 3, 1, 1, 1, 1, 1, 1, 2),
+                               shape(1, 64, 7, 12, 64, 3, 2, 1, 1, 0, 0, 1, 2)}) {
+    Conv2dShape one = s;
+    one.n = 1;
+    const ember::Conv2dDims d(s);
+    std::mt19937 g(17);
+    const Sizes z = sizes(s), z1 = sizes(one);
+    auto x = as<float>(random_values(z.x, g));
+    const auto w = as<float>(random_values(z.w, g)), b = as<float>(random_values(s.c_out, g));
+    for (size_t i = 5; i < x.size(); i += x.size() / 2) x[i] = std::bit_cast<float>(0x7fc00000u | uint32_t(i));
+    std::vector<float> packed(z.w, std::numeric_limits<float>::quiet_NaN());
+    ember::cpu::conv2d_pack_weight(DType::Float32, s, w.data(), packed.data());
+    int64_t misplaced = 0;
+    for (int64_t gi = 0; gi < d.G; ++gi)
+      for (int64_t co = 0; co < d.cog; ++co)
+        for (int64_t k = 0; k < d.K; ++k)
+          misplaced += std::bit_cast<uint32_t>(packed[size_t((gi * d.K + k) * d.cog + co)]) !=
+                       std::bit_cast<uint32_t>(w[size_t((gi * d.cog + co) * d.K + k)]);
+    CHECK(misplaced == 0);
+    for_each_isa([&] {
+      const std::string isa = ember::cpu::isa_name(ember::cpu::active_isa());
+      CHECK(ember::cpu::conv2d_uses_packed_weight(DType::Float32, s));
+      CHECK(direct_set(isa)->f32.lane_fits(s, d));
+      for (int threads : {1, 2, 4})
+        for (bool relu : {false, true}) {
+          INFO(isa << ": batch " << s.n << ", channels " << s.c_out << ", groups " << s.groups << ", threads "
+                   << threads << ", relu " << relu);
+          ember::set_num_threads(threads);
+          const float nan = std::numeric_limits<float>::quiet_NaN();
+          std::vector<float> lanes(z.y, nan), grid(z.y, nan);
+          ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), b.data(), lanes.data(), relu,
+                                     packed.data());
+          ember::set_num_threads(1);
+          for (int64_t i = 0; i < s.n; ++i)
+            ember::cpu::conv2d_forward(DType::Float32, one, x.data() + i * z1.x, w.data(), b.data(),
+                                       grid.data() + i * z1.y, relu);
+          int64_t differ = 0, nans = 0;
+          for (size_t k = 0; k < lanes.size(); ++k) {
+            differ += std::bit_cast<uint32_t>(lanes[k]) != std::bit_cast<uint32_t>(grid[k]);
+            nans += std::isnan(grid[k]);
+          }
+          CHECK(differ == 0);
+          CHECK(nans > 0);
+          CHECK(nans < int64_t(grid.size()) / 2);
+        }
+    });
+  }
+  ember::set_num_threads(threads_before);
+  // Which layers can use one: float32, stride 1, channels per group in whole tiles
+  // (8 cover every level; 12 do not).
+  CHECK_FALSE(ember::cpu::conv2d_uses_packed_weight(DType::Float64, shape(1, 8, 14, 14, 64, 3, 3)));
+  CHECK_FALSE(ember::cpu::conv2d_uses_packed_weight(DType::Float32, shape(1, 8, 14, 14, 64, 3, 3, 2, 2)));
+  CHECK_FALSE(ember::cpu::conv2d_uses_packed_weight(DType::Float32, shape(1, 8, 14, 14, 12, 3, 3)));
+  CHECK_FALSE(ember::cpu::conv2d_uses_packed_weight(DType::Float32, shape(1, 8, 14, 14, 64, 3, 3, 1, 1, 0, 0, 1, 1, 16)));
+  CHECK_THROWS_WITH(ember::cpu::conv2d_forward(DType::Float64, shape(1, 1, 3, 3, 8, 1, 1), nullptr, nullptr, nullptr,
+                                               nullptr, false, &threads_before),
+                    "conv2d_forward: a packed weight needs float32 values, got float64");
+  CHECK_THROWS_WITH(ember::cpu::conv2d_pack_weight(DType::Float64, shape(1, 1, 3, 3, 8, 1, 1), nullptr, nullptr),
+                    "conv2d_pack_weight: needs float32 values, got float64");
+}
+
 TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {
   Conv2dShape s = shape(0, 2, 5, 5, 3, 3, 3);
   std::vector<double> w(sizes(s).w, 1.0), gw(sizes(s).w, 5.0), gb(3, 5.0);

@@ -348,6 +348,68 @@ TEST_CASE("conv2d_relu gives the bits of relu(conv2d) without grad and records t
   }
 }
 
+// conv2d_pack_weight (tensor/conv_inference.cpp): the weight's [G, K, cog] layout
+// where this CPU's kernels use one, checked against reshape and transpose; an
+// undefined tensor elsewhere. conv2d_packed: the bits of conv2d (then relu) with
+// and without the packed weight, 1 and 2 threads, batch 1 (rows shared) and 3;
+// the ops apart, recorded, with grad; its error for a packed tensor of another
+// layout.
+TEST_CASE("conv2d_packed gives conv2d's bits with a weight packed once", "[nn][conv2d]") {
+  Generator gen(13);
+  struct Case {
+    const char* what;
+    Shape x, w;
+    int64_t groups;
+  };
+  for (const Case& k : std::vector<Case>{{"one image, 64 channels", {1, 8, 14, 14}, {64, 8, 3, 3}, 1},
+                                         {"a batch of 3, 2 groups of 32 channels", {3, 8, 9, 13}, {64, 4, 3, 3}, 2}}) {
+    Tensor x = randn(k.x, {}, &gen), w = randn(k.w, {}, &gen), b = randn({k.w[0]}, {}, &gen);
+    x.select(0, 0).select(0, 1).select(0, 4).select(0, 5).fill_(NAN);
+    const Tensor packed = conv2d_pack_weight(w, {1, 1}, k.groups);
+    REQUIRE(packed.defined());
+    const int64_t G = k.groups, K = k.w[1] * k.w[2] * k.w[3], cog = k.w[0] / G;
+    CHECK(packed.shape() == Shape{G, K, cog});
+    CHECK(same_bits(packed, w.reshape({G, cog, K}).transpose(1, 2).contiguous()));
+    for (int threads : {1, 2})
+      for (bool relu : {false, true}) {
+        INFO(k.what << ", " << threads << " threads, relu " << relu);
+        set_num_threads(threads);
+        NoGradGuard no_grad;
+        const Tensor want = conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, k.groups);
+        const Tensor got = conv2d_packed(x, w, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu);
+        CHECK(same_bits(got, relu ? want.relu() : want));
+        CHECK(same_bits(conv2d_packed(x, w, Tensor(), b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu), got));
+      }
+    // With grad: conv2d's node (and ReLU's), the packed weight unused.
+    const Tensor wl = w.detach().clone().requires_grad_();
+    CHECK(std::string(conv2d_packed(x, wl, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups, true).grad_fn()->name()) ==
+          std::string(conv2d(x, wl, b, {1, 1}, {1, 1}, {1, 1}, k.groups).relu().grad_fn()->name()));
+    CHECK(std::string(conv2d_packed(x, wl, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups).grad_fn()->name()) ==
+          std::string(conv2d(x, wl, b, {1, 1}, {1, 1}, {1, 1}, k.groups).grad_fn()->name()));
+  }
+  // No kernel of any level uses one for stride 2, float64, or 12 channels a group.
+  const Tensor w = randn({64, 8, 3, 3}, {}, &gen);
+  CHECK_FALSE(conv2d_pack_weight(w, {2, 2}, 1).defined());
+  CHECK_FALSE(conv2d_pack_weight(w.to(kFloat64)).defined());
+  CHECK_FALSE(conv2d_pack_weight(randn({12, 8, 3, 3}, {}, &gen)).defined());
+  CHECK_FALSE(conv2d_pack_weight(randn({64, 8, 3}, {}, &gen)).defined());
+  // A packed tensor that cannot be this weight's layout.
+  NoGradGuard no_grad;
+  const Tensor x = randn({1, 8, 6, 6}, {}, &gen), packed = conv2d_pack_weight(w);
+  CHECK_THROWS_MATCHES(conv2d_packed(x, w, packed.to(kFloat64), Tensor()), ValueError,
+                       Message("conv2d_packed: expected packed to be conv2d_pack_weight(weight, stride, groups), a "
+                               "contiguous float32 cpu tensor of shape [1, 72, 64], but got a contiguous float64 "
+                               "tensor of shape [1, 72, 64] on cpu"));
+  CHECK_THROWS_MATCHES(conv2d_packed(x, w, packed.reshape({72, 64}), Tensor()), ValueError,
+                       Message("conv2d_packed: expected packed to be conv2d_pack_weight(weight, stride, groups), a "
+                               "contiguous float32 cpu tensor of shape [1, 72, 64], but got a contiguous float32 "
+                               "tensor of shape [72, 64] on cpu"));
+  CHECK_THROWS_MATCHES(conv2d_packed(x, w, randn({1, 64, 72}, {}, &gen).transpose(1, 2), Tensor()), ValueError,
+                       Message("conv2d_packed: expected packed to be conv2d_pack_weight(weight, stride, groups), a "
+                               "contiguous float32 cpu tensor of shape [1, 72, 64], but got a non-contiguous float32 "
+                               "tensor of shape [1, 72, 64] on cpu"));
+}
+
 TEST_CASE("conv2d_forward refuses relu for other dtypes than float32 and float64", "[nn][conv2d][errors]") {
   const Conv2dShape s = conv2d_shape({1, 1, 3, 3}, {1, 1, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1);
   std::vector<uint16_t> x(9), w(1), y(9);

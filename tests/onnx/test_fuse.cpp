@@ -15,6 +15,7 @@
 #include "model_builder.h"
 #include "nn/amp/autocast.h"
 #include "../kernels/isa_guard.h"
+#include "onnx/plan.h"
 #include "onnx/window.h"
 
 using namespace ember;
@@ -251,6 +252,12 @@ TEST_CASE("onnx fuse: Conv -> Relu (-> MaxPool(2x2)) is one step, equal to the o
   ConvBlock no_pool_same = same_upper;
   no_pool_same.pool = {};
   cases.push_back({"Conv -> Relu, SAME_UPPER with an even kernel", no_pool_same, 2, 7, 7, 0, 1});
+  ConvBlock lanes;  // weights packed at load (onnx/prepack.cpp): the lane tiles at batch 1, rows shared
+  lanes.c = 16, lanes.c_out = 64, lanes.pool = {};
+  cases.push_back({"Conv -> Relu, 64 channels of one image (a packed weight)", lanes, 1, 14, 14, 1, 1});
+  ConvBlock lanes_grouped = lanes;
+  lanes_grouped.groups = 2, lanes_grouped.bias = false;
+  cases.push_back({"Conv -> Relu, 2 groups of 32 channels, a batch (a packed weight)", lanes_grouped, 2, 9, 7, 1, 1});
   ember::testing::IsaGuard guard;
   set_num_threads(2);  // one image's 40 channels are shared out on a team
   for (const Case& c : cases) {
@@ -268,6 +275,27 @@ TEST_CASE("onnx fuse: Conv -> Relu (-> MaxPool(2x2)) is one step, equal to the o
       check_close(on_emu.run({x})[0].cpu(), conv_block_reference(c.s, x, c.pad_begin, c.pad_end));
     }
   }
+}
+
+TEST_CASE("onnx prepack: a plan packs constant Conv weights the lane tiles use, once, at load", "[onnx][fuse]") {
+  // The packed weight is a constant input after X, W and B, on fused and unfused
+  // steps alike; the values are tested above (the cases with a packed weight).
+  auto packed_inputs = [](const std::string& bytes) {
+    const auto plan = ember::onnx::build_plan(bytes, kCPU, "", "<memory>", false);
+    std::vector<size_t> counts;
+    for (const auto& step : plan->steps) counts.push_back(step.inputs.size());
+    return counts;
+  };
+  ConvBlock lanes;
+  lanes.c = 16, lanes.c_out = 64, lanes.pool = {};
+  CHECK(packed_inputs(conv_block_model(lanes, false)) == std::vector<size_t>{4});
+  CHECK(packed_inputs(conv_block_model(lanes, true)) == std::vector<size_t>{4, 1});  // Conv, then Relu apart
+  lanes.bias = false;  // B absent before the packed weight
+  CHECK(packed_inputs(conv_block_model(lanes, false)) == std::vector<size_t>{4});
+  // Weights no lane tile reads stay as they are: 5 channels, stride 2.
+  CHECK(packed_inputs(conv_block_model(ConvBlock{}, false)) == std::vector<size_t>{3});
+  lanes.stride = 2;
+  CHECK(packed_inputs(conv_block_model(lanes, false)) == std::vector<size_t>{2});
 }
 
 TEST_CASE("onnx fuse: what is not fused stays as it was", "[onnx][fuse]") {

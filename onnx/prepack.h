@@ -1,0 +1,16 @@
+// Laying constant weights out once, at load, for the kernels that read them in
+// another layout (onnx/prepack.cpp): what ONNX Runtime calls pre-packing.
+#pragma once
+
+#include "onnx/plan.h"
+
+namespace ember::onnx {
+
+// Gives each 2-D Conv step (fused with its Relu or not) whose weight is a float32
+// constant on the CPU, with strides of 1, the weight packed for the channel-lane
+// kernels (conv2d_pack_weight) as one more constant input after X, W and B (B
+// absent where the node has none). Run after fuse_steps and after the constants
+// are on the model's device. Returns the number of weights packed.
+size_t prepack_weights(Plan& plan);
+
+}  // namespace ember::onnx
