@@ -208,20 +208,30 @@ void outer_rows(int64_t rows, int64_t depth, const T* a, int64_t a_rs, int64_t a
                                               ncols);
 }
 
-// x of one image (all channels) copied into the zero-padded Hv x Wv planes.
+// Rows [r0, r1) of the zero-padded Hv x Wv planes of one image (all channels) of x:
+// the padding's rows zero, the others x's row between pad_w zeros on each side.
 template <class T>
-void pad_image(const Conv2dShape& s, const Direct& v, const T* x, T* xp) {
+void pad_image_rows(const Conv2dShape& s, const Direct& v, const T* x, T* xp, int64_t r0, int64_t r1) {
   for (int64_t ci = 0; ci < s.c_in; ++ci) {
     T* plane = xp + ci * v.plane;
-    zero_n(plane, s.pad_h * v.Wv);
-    for (int64_t iy = 0; iy < s.h; ++iy) {
-      T* row = plane + (iy + s.pad_h) * v.Wv;
+    for (int64_t r = r0; r < r1; ++r) {
+      T* row = plane + r * v.Wv;
+      const int64_t iy = r - s.pad_h;
+      if (iy < 0 || iy >= s.h) {
+        zero_n(row, v.Wv);
+        continue;
+      }
       zero_n(row, s.pad_w);
       copy_n(row + s.pad_w, x + (ci * s.h + iy) * s.w, s.w);
       zero_n(row + s.pad_w + s.w, s.pad_w);
     }
-    zero_n(plane + (s.h + s.pad_h) * v.Wv, s.pad_h * v.Wv);
   }
+}
+
+// x of one image (all channels) copied into the zero-padded Hv x Wv planes.
+template <class T>
+void pad_image(const Conv2dShape& s, const Direct& v, const T* x, T* xp) {
+  pad_image_rows(s, v, x, xp, 0, v.Hv);
 }
 
 // The rows [c0, c0 + rows) of gy (one image, rows of w_out) spread onto the virtual

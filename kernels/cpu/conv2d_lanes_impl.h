@@ -125,8 +125,8 @@ void forward_lanes(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   const int64_t slice_lines = cdiv(cdiv(d.x_img, kLine), slices);
   for (int64_t i = lo; i < hi; ++i) {
     const T* xi = a.x + i * d.x_img;
-    if (v.padded) {
-      pad_image(s, v, xi, ws);
+    if (v.padded) {  // the rows the tiles read: a thread sharing one image pads its own
+      pad_image_rows(s, v, xi, ws, oy0, std::min(v.Hv, oy1 + (s.kh - 1) * s.dil_h));
       xi = ws;
     }
     const T* next = i + 1 < hi ? a.x + (i + 1) * d.x_img : nullptr;
