@@ -295,6 +295,31 @@ TEST_CASE("conv2d forward of one image has the same bits on one thread and on a 
   }
 }
 
+// The float32 forward of a batch run one image at a time on one thread: the grid
+// tiles, which the lane tiles' results are compared with bit for bit.
+std::vector<float> one_image_at_a_time(const Conv2dShape& batch, const std::vector<float>& x, const float* w,
+                                       const float* b, bool relu) {
+  Conv2dShape one = batch;
+  one.n = 1;
+  const Sizes z1 = sizes(one);
+  std::vector<float> y(sizes(batch).y, std::numeric_limits<float>::quiet_NaN());
+  const int threads = ember::get_num_threads();
+  ember::set_num_threads(1);
+  for (int64_t i = 0; i < batch.n; ++i)
+    ember::cpu::conv2d_forward(DType::Float32, one, x.data() + i * z1.x, w, b, y.data() + i * z1.y, relu);
+  ember::set_num_threads(threads);
+  return y;
+}
+
+// Entries of a and b whose bits differ.
+int64_t bit_differences(const std::vector<float>& a, const std::vector<float>& b) {
+  int64_t differ = 0;
+  for (size_t k = 0; k < a.size(); ++k) differ += std::bit_cast<uint32_t>(a[k]) != std::bit_cast<uint32_t>(b[k]);
+  return differ;
+}
+
+int64_t nan_count(const std::vector<float>& a) { return std::count_if(a.begin(), a.end(), [](float v) { return std::isnan(v); }); }
+
 TEST_CASE("conv2d forward with channels in the lanes has the grid tiles' bits", "[kernels][conv2d]") {
   // A batch of 1024 output positions or more takes the channel-lane tiles where the
   // shape suits them; one image at a time takes the grid tiles. Each output's sum
@@ -316,18 +341,11 @@ TEST_CASE("conv2d forward with channels in the lanes has the grid tiles' bits", 
       CHECK(direct_set(ember::cpu::isa_name(ember::cpu::active_isa()))->f32.lane_fits(batch, ember::Conv2dDims(batch)));
       for (bool relu : {false, true}) {
         INFO("channels " << batch.c_out << ", groups " << batch.groups << ", relu " << relu);
-        std::vector<float> lanes(z.y), grid(z.y);
+        std::vector<float> lanes(z.y);
         ember::cpu::conv2d_forward(DType::Float32, batch, x.data(), w.data(), b.data(), lanes.data(), relu);
-        for (int64_t i = 0; i < batch.n; ++i)
-          ember::cpu::conv2d_forward(DType::Float32, one, x.data() + i * z1.x, w.data(), b.data(),
-                                     grid.data() + i * z1.y, relu);
-        int64_t differ = 0, nans = 0;
-        for (size_t k = 0; k < lanes.size(); ++k) {
-          differ += std::bit_cast<uint32_t>(lanes[k]) != std::bit_cast<uint32_t>(grid[k]);
-          nans += std::isnan(grid[k]);
-        }
-        CHECK(differ == 0);
-        CHECK(nans > 0);
+        const std::vector<float> grid = one_image_at_a_time(batch, x, w.data(), b.data(), relu);
+        CHECK(bit_differences(lanes, grid) == 0);
+        CHECK(nan_count(grid) > 0);
       }
     });
   }
@@ -367,16 +385,9 @@ TEST_CASE("conv2d lane tiles: every run length, -0 through ReLU, no bias", "[ker
           for (bool with_bias : {true, false}) {
             INFO("relu " << relu << ", bias " << with_bias);
             const float* bp = with_bias ? b.data() : nullptr;
-            const float nan = std::numeric_limits<float>::quiet_NaN();
-            std::vector<float> lanes(z.y, nan), grid(z.y, nan);
+            std::vector<float> lanes(z.y, std::numeric_limits<float>::quiet_NaN());
             ember::cpu::conv2d_forward(DType::Float32, batch, x.data(), w.data(), bp, lanes.data(), relu);
-            for (int64_t i = 0; i < batch.n; ++i)
-              ember::cpu::conv2d_forward(DType::Float32, one, x.data() + i * z1.x, w.data(), bp,
-                                         grid.data() + i * z1.y, relu);
-            int64_t differ = 0;
-            for (size_t j = 0; j < lanes.size(); ++j)
-              differ += std::bit_cast<uint32_t>(lanes[j]) != std::bit_cast<uint32_t>(grid[j]);
-            CHECK(differ == 0);
+            CHECK(bit_differences(lanes, one_image_at_a_time(batch, x, w.data(), bp, relu)) == 0);
             if (with_bias) {
               const uint32_t want = relu ? 0u : 0x80000000u;
               int64_t wrong = 0;
@@ -396,11 +407,9 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
   const int threads_before = ember::get_num_threads();
   for (const Conv2dShape& s : {shape(1, 8, 14, 14, 64, 3, 3, 1, 1, 1, 1), shape(3, 16, 7, 9, 128, 3, 3, 1, 1, 1, 1, 1, 1, 2),
                                shape(1, 64, 7, 12, 64, 3, 2, 1, 1, 0, 0, 1, 2)}) {
-    Conv2dShape one = s;
-    one.n = 1;
     const ember::Conv2dDims d(s);
     std::mt19937 g(17);
-    const Sizes z = sizes(s), z1 = sizes(one);
+    const Sizes z = sizes(s);
     auto x = as<float>(random_values(z.x, g));
     const auto w = as<float>(random_values(z.w, g)), b = as<float>(random_values(s.c_out, g));
     for (size_t i = 5; i < x.size(); i += x.size() / 2) x[i] = std::bit_cast<float>(0x7fc00000u | uint32_t(i));
@@ -422,22 +431,13 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
           INFO(isa << ": batch " << s.n << ", channels " << s.c_out << ", groups " << s.groups << ", threads "
                    << threads << ", relu " << relu);
           ember::set_num_threads(threads);
-          const float nan = std::numeric_limits<float>::quiet_NaN();
-          std::vector<float> lanes(z.y, nan), grid(z.y, nan);
+          std::vector<float> lanes(z.y, std::numeric_limits<float>::quiet_NaN());
           ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), b.data(), lanes.data(), relu,
                                      packed.data());
-          ember::set_num_threads(1);
-          for (int64_t i = 0; i < s.n; ++i)
-            ember::cpu::conv2d_forward(DType::Float32, one, x.data() + i * z1.x, w.data(), b.data(),
-                                       grid.data() + i * z1.y, relu);
-          int64_t differ = 0, nans = 0;
-          for (size_t k = 0; k < lanes.size(); ++k) {
-            differ += std::bit_cast<uint32_t>(lanes[k]) != std::bit_cast<uint32_t>(grid[k]);
-            nans += std::isnan(grid[k]);
-          }
-          CHECK(differ == 0);
-          CHECK(nans > 0);
-          CHECK(nans < int64_t(grid.size()) / 2);
+          const std::vector<float> grid = one_image_at_a_time(s, x, w.data(), b.data(), relu);
+          CHECK(bit_differences(lanes, grid) == 0);
+          CHECK(nan_count(grid) > 0);
+          CHECK(nan_count(grid) < int64_t(grid.size()) / 2);
         }
     });
   }
