@@ -9,6 +9,9 @@
 // step's fallback to its nodes one by one, read the original.
 #include "onnx/prepack.h"
 
+#include <map>
+#include <utility>
+
 #include "tensor/graph.h"
 #include "tensor/nn_ops.h"
 
@@ -26,26 +29,39 @@ Pair strides_of(const Step& step) {
   return {a.ints[0], a.ints[1]};
 }
 
+// Whether the step's function reads a packed weight: a Conv alone or fused with its
+// Relu (conv2d_packed); the pooled block (conv2d_relu_pool2x2) has no use for one.
+bool reads_packed(const Step& step) {
+  if (step.op_type != "Conv" || step.inputs.size() < 2 || step.inputs.size() > 3) return false;
+  for (const Step::FusedNode& f : step.fused)
+    if (f.op_type != "Relu") return false;
+  return true;
+}
+
 }  // namespace
 
 size_t prepack_weights(Plan& plan) {
   if (plan.device != kCPU) return 0;
   NoGradGuard no_grad;
-  size_t packed_count = 0;
+  std::map<std::pair<uint32_t, int64_t>, uint32_t> packed_of;  // (weight, groups) -> its packed constant
   for (Step& step : plan.steps) {
-    if (step.op_type != "Conv" || step.inputs.size() < 2 || step.inputs.size() > 3) continue;
-    if (step.inputs[1].kind != ValueRef::Kind::Constant) continue;
-    const Tensor& w = plan.constants[step.inputs[1].index];
+    if (!reads_packed(step) || step.inputs[1].kind != ValueRef::Kind::Constant) continue;
+    const uint32_t wi = step.inputs[1].index;
+    const Tensor& w = plan.constants[wi];
     const Pair stride = strides_of(step);
+    const int64_t groups = step.int_attr("group", 1);
     if (w.dim() != 4 || stride != Pair{1, 1}) continue;
-    Tensor packed = conv2d_pack_weight(w, stride, step.int_attr("group", 1));
-    if (!packed.defined()) continue;
-    plan.constants.push_back(std::move(packed));
+    auto it = packed_of.find({wi, groups});
+    if (it == packed_of.end()) {
+      Tensor packed = conv2d_pack_weight(w, stride, groups);
+      if (!packed.defined()) continue;
+      plan.constants.push_back(std::move(packed));
+      it = packed_of.emplace(std::pair{wi, groups}, uint32_t(plan.constants.size() - 1)).first;
+    }
     if (step.inputs.size() == 2) step.inputs.push_back({ValueRef::Kind::Absent, 0});
-    step.inputs.push_back({ValueRef::Kind::Constant, uint32_t(plan.constants.size() - 1)});
-    ++packed_count;
+    step.inputs.push_back({ValueRef::Kind::Constant, it->second});
   }
-  return packed_count;
+  return packed_of.size();
 }
 
 }  // namespace ember::onnx

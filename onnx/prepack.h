@@ -6,11 +6,12 @@
 
 namespace ember::onnx {
 
-// Gives each 2-D Conv step (fused with its Relu or not) whose weight is a float32
-// constant on the CPU, with strides of 1, the weight packed for the channel-lane
-// kernels (conv2d_pack_weight) as one more constant input after X, W and B (B
-// absent where the node has none). Run after fuse_steps and after the constants
-// are on the model's device. Returns the number of weights packed.
+// Gives each 2-D Conv step (alone or fused with its Relu, not with a pool) whose
+// weight is a float32 constant on the CPU, with strides of 1, the weight packed for
+// the channel-lane kernels (conv2d_pack_weight) as one more constant input after X,
+// W and B (B absent where the node has none); steps sharing a weight share its
+// packed copy. Run after fuse_steps and after the constants are on the model's
+// device. Returns the number of weights packed.
 size_t prepack_weights(Plan& plan);
 
 }  // namespace ember::onnx

@@ -42,9 +42,11 @@ Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Pa
 // A convolution weight [c_out, c_in/groups, kh, kw] laid out once for many forward
 // calls (an ONNX plan packs its constant weights at load): [groups, c_in/groups * kh *
 // kw, c_out/groups], the layout of the CPU's stride-1 float32 kernels with output
-// channels in the vector lanes. An undefined tensor where no kernel of this CPU would
-// use it for layers of this stride and groups (not float32 on the CPU, not stride 1,
-// or channels per group that do not fill whole vector tiles: 32 with AVX-512).
+// channels in the vector lanes. An undefined tensor where no kernel of the
+// instruction-set level in use (the CPU's best unless a test lowered it) would use
+// it for layers of this stride and groups (not float32 on the CPU, not stride 1, or
+// channels per group that do not fill whole vector tiles: 32 with AVX-512). The
+// layout is the same at every level.
 Tensor conv2d_pack_weight(const Tensor& weight, Pair stride = {1, 1}, int64_t groups = 1);
 
 // conv2d(x, weight, bias, ...), then ReLU when relu, given packed =

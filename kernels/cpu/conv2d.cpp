@@ -247,18 +247,21 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
 // this many output positions take them.
 constexpr int64_t kLanePositions = 1024;
 
-// One image on several threads with the lane tiles: the threads split its output
-// rows, each copying the padded image into a workspace of its own (the grid tiles'
-// channel shares copy it per share too) and reading the whole packed weight, which
-// stays in each core's L2.
+// How many threads share one image's output rows on the lane tiles: up to one per
+// row and one per kParallelMacs multiply-adds; below 2 the image is not shared
+// this way (forward_impl then tries the grid tiles' channel shares).
 template <class T>
-bool forward_lane_rows(const Args<T>& a, const Kernels<T>& k) {
-  const Conv2dShape& s = *a.s;
-  const Conv2dDims& d = *a.d;
-  if (s.n != 1 || omp_in_parallel()) return false;
+int lane_row_parts(const Conv2dShape& s, const Conv2dDims& d) {
+  if (s.n != 1 || omp_in_parallel()) return 1;
   const double macs = double(s.c_out) * double(d.K) * double(d.P);
-  const int parts = int(std::min<int64_t>(get_num_threads(), s.h_out));
-  if (parts < 2 || macs < kParallelMacs * parts) return false;
+  return int(std::min<double>({double(get_num_threads()), double(s.h_out), macs / kParallelMacs}));
+}
+
+// One image on `parts` threads with the lane tiles: the threads split its output
+// rows, each padding the input rows its own output rows read into a workspace of
+// its own and reading the whole packed weight, which stays in each core's L2.
+template <class T>
+void forward_lane_rows(const Args<T>& a, const Kernels<T>& k, int parts) {
   const int64_t slice = round_up(std::max<int64_t>(k.forward_scratch(a), 1), 64 / int64_t(sizeof(T)));
   T* ws = static_cast<T*>(scratch.get(sizeof(T) * size_t(slice) * size_t(parts)));
   struct Ctx {
@@ -267,7 +270,7 @@ bool forward_lane_rows(const Args<T>& a, const Kernels<T>& k) {
     T* ws;
     int64_t slice, rows;
     int parts;
-  } ctx{&a, &k, ws, slice, s.h_out, parts};
+  } ctx{&a, &k, ws, slice, a.s->h_out, parts};
   run_items(parts, parts, [](const void* c, int64_t i, int) {
     const Ctx& t = *static_cast<const Ctx*>(c);
     Args<T> part = *t.a;
@@ -275,7 +278,6 @@ bool forward_lane_rows(const Args<T>& a, const Kernels<T>& k) {
     part.lane_oy1 = t.rows * (i + 1) / t.parts;
     t.k->forward(part, 0, 1, t.ws + i * t.slice);
   }, &ctx);
-  return true;
 }
 
 // With relu, each image's output goes through ReLU on the thread that made it, while
@@ -288,7 +290,13 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
   const bool direct = is_direct(s);
   const Kernels<T>& k = kernels_for<T>(s);
   const bool lanes = direct && k.lane_fits && k.lane_fits(s, d) && (packed || s.n * d.P >= kLanePositions);
-  if (!lanes && forward_channel_shares(s, d, k, x, w, bias, y, relu)) return;
+  // One image on a team: its rows on the lane tiles given a packed weight, else its
+  // channels on the grid tiles (a 1-D convolution's single row, say), else the one
+  // thread below. Packing per call ate the lane tiles' gain on one image (2 threads,
+  // 3x3, against the channel shares: 64 channels at 32x32 218-225 us against 211,
+  // 128 at 28x28 658-679 against 657-665, 64 at 56x56 607-618 against 629-634).
+  const int row_parts = lanes && packed ? lane_row_parts<T>(s, d) : 1;
+  if (row_parts < 2 && forward_channel_shares(s, d, k, x, w, bias, y, relu)) return;
   const Direct v = direct ? Direct(s, d) : Direct();
   Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
   if (lanes) {
@@ -300,7 +308,7 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
     }
     a.w_lanes = packed;
     a.lane_relu = relu;
-    if (forward_lane_rows(a, k)) return;
+    if (row_parts >= 2) return forward_lane_rows(a, k, row_parts);
   }
   const int nt = team_size(s.n, double(s.c_out) * double(d.K) * double(d.P));
   for_ranges<T>(s.n, nt, k.forward_scratch(a), [&](int64_t lo, int64_t hi, T* ws) {

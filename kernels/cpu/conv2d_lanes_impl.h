@@ -6,16 +6,18 @@
 // 14x14 fills 16-wide rows, 224 positions for 196. With channels in the lanes a tile
 // is a run of one output row's positions, each broadcast from x, times NV vectors of
 // output channels loaded from the weight packed [g][K][cog] (pack_lane_weights): no
-// position is computed that is not an output. It needs the packed weight (one pass
-// over the weight, so conv2d.cpp takes this path for batches large enough to pay
-// for it) and cog a multiple of NV vectors, and its results leave the registers
-// transposed (a channel's positions are one row of y).
+// position is computed that is not an output. It needs the packed weight (the
+// caller's, packed once, or one pass per call, which conv2d.cpp makes only for
+// batches large enough to pay for it) and cog a multiple of NV vectors, and its
+// results leave the registers transposed (a channel's positions are one row of y).
 //
 // Each output's sum starts from its bias (or +0) and adds the taps in the order k of
 // Direct::off, one fused multiply-add each (a multiply and an add on the baseline
 // level), as outer_tile does: the two forwards give the same bits, except which NaN
-// payload survives where one product has a NaN in both x and the weight (the
-// instruction's operand order decides, and the two tiles' orders differ).
+// payload survives where two NaNs meet: one product with a NaN in both x and the
+// weight, or, on the baseline level, two NaN inputs in one sum (the instruction's
+// operand order decides, and the compiler orders the two tiles' operands
+// differently).
 #pragma once
 
 // The weight W[g][co][k] of one call as wl[g][k][co], the lane tiles' layout.

@@ -405,14 +405,21 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
   // (batch 1 with its output rows shared by the team: 5 rows on 4 threads split 1,
   // 1, 1, 2), and give the bits of the grid tiles run one image at a time without it.
   const int threads_before = ember::get_num_threads();
+  // At batch 1 each thread pads only the input rows its output rows read: kernels of
+  // 3, 5 and 2 rows, dilation 2 down the rows, padding on one axis only. A single
+  // output row cannot be shared by rows, so its image goes to the grid tiles'
+  // channel shares (or one thread).
   for (const Conv2dShape& s : {shape(1, 8, 14, 14, 64, 3, 3, 1, 1, 1, 1), shape(3, 16, 7, 9, 128, 3, 3, 1, 1, 1, 1, 1, 1, 2),
-                               shape(1, 64, 7, 12, 64, 3, 2, 1, 1, 0, 0, 1, 2)}) {
+                               shape(1, 64, 7, 12, 64, 3, 2, 1, 1, 0, 0, 1, 2), shape(1, 64, 3, 12, 64, 5, 1, 1, 1, 2, 0),
+                               shape(1, 32, 12, 10, 64, 3, 3, 1, 1, 0, 1, 2, 1), shape(1, 64, 3, 40, 64, 3, 3)}) {
     const ember::Conv2dDims d(s);
     std::mt19937 g(17);
     const Sizes z = sizes(s);
     auto x = as<float>(random_values(z.x, g));
     const auto w = as<float>(random_values(z.w, g)), b = as<float>(random_values(s.c_out, g));
-    for (size_t i = 5; i < x.size(); i += x.size() / 2) x[i] = std::bit_cast<float>(0x7fc00000u | uint32_t(i));
+    // One NaN per image: where two meet in one sum, which payload survives depends
+    // on the operand order the compiler gave each tile's add (the baseline level).
+    for (int64_t i = 0; i < s.n; ++i) x[size_t(i * (z.x / s.n) + 5 + 7 * i)] = std::bit_cast<float>(0x7fc00000u | uint32_t(i + 1));
     std::vector<float> packed(z.w, std::numeric_limits<float>::quiet_NaN());
     ember::cpu::conv2d_pack_weight(DType::Float32, s, w.data(), packed.data());
     int64_t misplaced = 0;

@@ -292,10 +292,30 @@ TEST_CASE("onnx prepack: a plan packs constant Conv weights the lane tiles use, 
   CHECK(packed_inputs(conv_block_model(lanes, true)) == std::vector<size_t>{4, 1});  // Conv, then Relu apart
   lanes.bias = false;  // B absent before the packed weight
   CHECK(packed_inputs(conv_block_model(lanes, false)) == std::vector<size_t>{4});
-  // Weights no lane tile reads stay as they are: 5 channels, stride 2.
+  // Weights no lane tile reads stay as they are: 5 channels, stride 2, and the
+  // pooled block (conv2d_relu_pool2x2 has no use for a packed weight).
   CHECK(packed_inputs(conv_block_model(ConvBlock{}, false)) == std::vector<size_t>{3});
+  ConvBlock pooled = lanes;
+  pooled.pool = {2, 2};
+  CHECK(packed_inputs(conv_block_model(pooled, false)) == std::vector<size_t>{2});
   lanes.stride = 2;
   CHECK(packed_inputs(conv_block_model(lanes, false)) == std::vector<size_t>{2});
+  // Two Convs of one weight share one packed copy.
+  auto m = new_model("shared_weight");
+  auto* g = m.mutable_graph();
+  set_input(g->add_input(), "x", {int64_t{1}, int64_t{32}, int64_t{8}, int64_t{8}});
+  add_initializer(g, "w", {32, 32, 3, 3}, wave(32 * 32 * 9, 0.37, 0.2));
+  for (const char* name : {"c1", "c2"}) {
+    auto* conv = add_node(g, "Conv", {name[1] == '1' ? "x" : "z", "w"}, {name[1] == '1' ? "z" : "y"}, name);
+    ints_attr(conv, "pads", {1, 1, 1, 1});
+  }
+  add_output(g, "y");
+  const auto plan = ember::onnx::build_plan(bytes_of(m), kCPU, "", "<memory>", false);
+  REQUIRE(plan->steps.size() == 2);
+  CHECK(plan->constants.size() == 2);  // the weight and its one packed copy
+  CHECK(plan->steps[0].inputs.size() == 4);
+  CHECK(plan->steps[1].inputs.size() == 4);
+  CHECK(plan->steps[0].inputs[3].index == plan->steps[1].inputs[3].index);
 }
 
 TEST_CASE("onnx fuse: what is not fused stays as it was", "[onnx][fuse]") {
