@@ -33,8 +33,9 @@ void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* w
 // [c_out][c_in/groups][kh][kw] as [groups][c_in/groups * kh * kw][c_out/groups], the
 // layout of the stride-1 float32 channel-lane tiles. conv2d_uses_packed_weight says
 // whether conv2d_forward can use one for layers of s's weight, stride and groups at
-// the active instruction-set level (s's batch and image size do not matter: a call whose output rows are
-// narrower than the shortest lane run takes the grid tiles and ignores it).
+// the active instruction-set level (s's batch and image size do not matter: a call
+// whose output rows are narrower than the shortest lane run takes the grid tiles and
+// ignores it).
 bool conv2d_uses_packed_weight(DType dt, const Conv2dShape& s);
 void conv2d_pack_weight(DType dt, const Conv2dShape& s, const void* weight, void* packed);
 

@@ -318,7 +318,9 @@ int64_t bit_differences(const std::vector<float>& a, const std::vector<float>& b
   return differ;
 }
 
-int64_t nan_count(const std::vector<float>& a) { return std::count_if(a.begin(), a.end(), [](float v) { return std::isnan(v); }); }
+int64_t nan_count(const std::vector<float>& a) {
+  return std::count_if(a.begin(), a.end(), [](float v) { return std::isnan(v); });
+}
 
 TEST_CASE("conv2d forward with channels in the lanes has the grid tiles' bits", "[kernels][conv2d]") {
   // A batch of 1024 output positions or more takes the channel-lane tiles where the
@@ -399,7 +401,8 @@ TEST_CASE("conv2d lane tiles: every run length, -0 through ReLU, no bias", "[ker
   });
 }
 
-TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one image's rows shared", "[kernels][conv2d]") {
+TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one image's rows shared",
+          "[kernels][conv2d]") {
   // conv2d_pack_weight lays W[g][co][k] out as [g][k][co]: checked against that
   // index map. Given the packed weight, batches of every size take the lane tiles
   // (batch 1 with its output rows shared by the team: 5 rows on 4 threads split 1,
@@ -409,9 +412,10 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
   // 3, 5 and 2 rows, dilation 2 down the rows, padding on one axis only. A single
   // output row cannot be shared by rows, so its image goes to the grid tiles'
   // channel shares (or one thread).
-  for (const Conv2dShape& s : {shape(1, 8, 14, 14, 64, 3, 3, 1, 1, 1, 1), shape(3, 16, 7, 9, 128, 3, 3, 1, 1, 1, 1, 1, 1, 2),
-                               shape(1, 64, 7, 12, 64, 3, 2, 1, 1, 0, 0, 1, 2), shape(1, 64, 3, 12, 64, 5, 1, 1, 1, 2, 0),
-                               shape(1, 32, 12, 10, 64, 3, 3, 1, 1, 0, 1, 2, 1), shape(1, 64, 3, 40, 64, 3, 3)}) {
+  for (const Conv2dShape& s :
+       {shape(1, 8, 14, 14, 64, 3, 3, 1, 1, 1, 1), shape(3, 16, 7, 9, 128, 3, 3, 1, 1, 1, 1, 1, 1, 2),
+        shape(1, 64, 7, 12, 64, 3, 2, 1, 1, 0, 0, 1, 2), shape(1, 64, 3, 12, 64, 5, 1, 1, 1, 2, 0),
+        shape(1, 32, 12, 10, 64, 3, 3, 1, 1, 0, 1, 2, 1), shape(1, 64, 3, 40, 64, 3, 3)}) {
     const ember::Conv2dDims d(s);
     std::mt19937 g(17);
     const Sizes z = sizes(s);
