@@ -112,8 +112,9 @@ bool lane_fits(const Conv2dShape& s, const Conv2dDims& d) {
 // Forward of images [lo, hi) with the packed weight a.w_lanes (and ReLU when
 // a.lane_relu): per group, per tile of NV vectors of channels, per output row of
 // [a.lane_oy0, a.lane_oy1), its runs. A tile of packed weights (K x NV vectors) is
-// read once per run from L2, x once per channel tile. The next image's x is prefetched a slice per row, so that
-// its copy into the padded planes does not wait on memory.
+// read once per run from L2, x once per channel tile. The next image's x is
+// prefetched a slice per row, so that its copy into the padded planes does not
+// wait on memory.
 template <class T>
 void forward_lanes(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   constexpr int64_t C = Tiles<T>::NR;  // channels per tile
