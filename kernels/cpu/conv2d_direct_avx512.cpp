@@ -15,8 +15,10 @@
 #include "kernels/cpu/isa.h"
 
 #if defined(__x86_64__)
+#include <immintrin.h>
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+#include "kernels/cpu/transpose16_avx512.h"  // the lane tiles' transposed store
 namespace ember::cpu::conv2d_detail {
 namespace {
 constexpr int kBytes = 64;

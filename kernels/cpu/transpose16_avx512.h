@@ -1,7 +1,9 @@
 // A 16x16 transpose of 32-bit elements in AVX-512 registers, shared by the GEMM
 // kernels' packing (float32 values in gemm_kernel_avx512.cpp, bfloat16 pairs in
-// gemm_kernel_bf16.cpp) and the transposing copy (transpose_avx512.cpp). Include it after EMBER_ISA_BEGIN of an avx512 level or
-// above, after <immintrin.h>; it has internal linkage, a copy per kernel file.
+// gemm_kernel_bf16.cpp), the transposing copy (transpose_avx512.cpp) and the
+// convolution's lane tiles (conv2d_lanes_impl.h, through conv2d_direct_avx512.cpp).
+// Include it after EMBER_ISA_BEGIN of an avx512 level or above, after <immintrin.h>;
+// it has internal linkage, a copy per kernel file.
 #pragma once
 
 namespace ember::cpu {
