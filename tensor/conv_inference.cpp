@@ -34,19 +34,6 @@ Conv2dShape weight_shape(const Tensor& weight, Pair stride, int64_t groups) {
 // The packed layout's shape: [groups, c_in/groups * kh * kw, c_out/groups].
 Shape packed_shape(const Shape& w, int64_t groups) { return {groups, w[1] * w[2] * w[3], w[0] / groups}; }
 
-// The plain weight of shape w (float32, cpu) from its packed layout.
-Tensor unpack_weight(const Tensor& packed, const Shape& w, int64_t groups) {
-  Tensor plain = empty(w, {kFloat32, kCPU});
-  Conv2dShape s;
-  s.c_out = w[0];
-  s.c_in = w[1] * groups;
-  s.kh = w[2];
-  s.kw = w[3];
-  s.groups = groups;
-  cpu::conv2d_unpack_weight(DType::Float32, s, packed.data_ptr(), plain.data_ptr());
-  return plain;
-}
-
 }  // namespace
 
 Tensor conv2d_pack_weight(const Tensor& weight, Pair stride, int64_t groups) {
@@ -63,10 +50,6 @@ Tensor conv2d_pack_weight(const Tensor& weight, Pair stride, int64_t groups) {
 
 Tensor conv2d_packed(const Tensor& x, const Tensor& weight, const Tensor& packed, const Tensor& bias, Pair stride,
                      Pair padding, Pair dilation, int64_t groups, bool relu) {
-  // A float32 weight on the meta device beside its packed layout: the caller keeps
-  // only the packed copy (an ONNX plan, onnx/prepack.cpp), and the values come
-  // from it.
-  const bool packed_only = packed.defined() && weight.device().is_meta() && weight.dtype() == kFloat32;
   // A weight or groups conv2d rejects is its error, below; a packed tensor that
   // cannot be this weight's layout is this one.
   if (packed.defined() && weight.dim() == 4 && groups >= 1 && weight.size(0) % groups == 0) {
@@ -78,24 +61,21 @@ Tensor conv2d_packed(const Tensor& x, const Tensor& weight, const Tensor& packed
                            " tensor of shape ", shape_str(packed.shape()), " on ", packed.device()));
   }
   const DType dt = x.dtype();
-  const bool cpu = x.device().is_cpu() && (weight.device().is_cpu() || packed_only) &&
-                   (!bias.defined() || bias.device().is_cpu());
+  const bool cpu = x.device().is_cpu() && weight.device().is_cpu() && (!bias.defined() || bias.device().is_cpu());
   const bool one_dtype = weight.dtype() == dt && (!bias.defined() || bias.dtype() == dt);
   if (autocast::applies(autocast::Policy::lower, {&x, &weight, &bias}) || !cpu || !one_dtype ||
       (dt != kFloat32 && dt != kFloat64) || needs_grad({&x, &weight, &bias})) {
-    const Tensor w = packed_only ? unpack_weight(packed, weight.shape(), groups) : weight;
-    Tensor y = conv2d(x, w, bias, stride, padding, dilation, groups);
+    Tensor y = conv2d(x, weight, bias, stride, padding, dilation, groups);
     return relu ? y.relu() : y;
   }
   check_conv2d_args(x, weight, bias, stride, padding, dilation, groups);
   const auto s = conv2d_shape(x.shape(), weight.shape(), stride, padding, dilation, groups);
   Tensor y = empty({s.n, s.c_out, s.h_out, s.w_out}, {dt, kCPU});
   if (y.numel() > 0) {
-    const Tensor xc = x.contiguous(), wc = packed_only ? Tensor() : weight.contiguous();
-    const Tensor bc = bias.defined() ? bias.contiguous() : bias;
+    const Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : bias;
     const void* pw = packed.defined() && dt == kFloat32 ? packed.data_ptr() : nullptr;
-    cpu::conv2d_forward(dt, s, xc.data_ptr(), wc.defined() ? wc.data_ptr() : nullptr,
-                        bc.defined() ? bc.data_ptr() : nullptr, y.data_ptr(), relu, pw);
+    cpu::conv2d_forward(dt, s, xc.data_ptr(), wc.data_ptr(), bc.defined() ? bc.data_ptr() : nullptr, y.data_ptr(),
+                        relu, pw);
   }
   return y;
 }

@@ -55,10 +55,7 @@ Tensor conv2d_pack_weight(const Tensor& weight, Pair stride = {1, 1}, int64_t gr
 // those kernels as well. Inference only, as conv2d_relu: with autograd, autocast,
 // other devices or dtypes it is the ops apart (packed unused). A packed tensor of
 // another dtype, device or shape is a ValueError; one of other values than the
-// weight's gives wrong results. The weight may be a float32 tensor on the meta
-// device (its shape only) when packed is given: the values then come from packed,
-// unpacked for the calls that need the plain layout (the ops apart, rows too narrow
-// for the lane tiles), so a caller can drop the plain copy.
+// weight's gives wrong results.
 Tensor conv2d_packed(const Tensor& x, const Tensor& weight, const Tensor& packed, const Tensor& bias,
                      Pair stride = {1, 1}, Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1,
                      bool relu = false);

@@ -182,21 +182,15 @@ using ItemFn = void (*)(const void* ctx, int64_t item, int tid);
 // the kernels' 12-row tiles stay mostly full. Batch 1 of a 64-channel 3x3 layer at
 // 14x14 ran on one thread of two before (160 us for two such layers).
 constexpr int64_t kShareChannels = 16;
-
-// How many channel shares forward_channel_shares makes of this call, or 1 where it
-// declines.
-int channel_share_parts(const Conv2dShape& s, const Conv2dDims& d) {
+template <class T>
+bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Kernels<T>& k, const T* x, const T* w,
+                            const T* bias, T* y, bool relu) {
   // The stride-1 kernels only: the im2col path would build the whole image's
   // columns once per share, and its cpu::gemm already uses the team for one image.
-  if (s.n != 1 || s.groups != 1 || !is_direct(s) || omp_in_parallel()) return 1;
+  if (s.n != 1 || s.groups != 1 || !is_direct(s) || omp_in_parallel()) return false;
   const double macs = double(s.c_out) * double(d.K) * double(d.P);
   const int parts = int(std::min<int64_t>({get_num_threads(), s.c_out / kShareChannels, TeamRates::kMax}));
-  return parts < 2 || macs < kParallelMacs * parts ? 1 : parts;
-}
-
-template <class T>
-void forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Kernels<T>& k, const T* x, const T* w,
-                            const T* bias, T* y, bool relu, int parts) {
+  if (parts < 2 || macs < kParallelMacs * parts) return false;
   struct Share {
     Conv2dShape s;
     int64_t c0 = 0;
@@ -241,6 +235,7 @@ void forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
     t.k->forward(a, 0, 1, t.ws + i * t.slice);
     if (t.relu) relu_in_place(t.y + sh.c0 * t.P, sh.s.c_out * t.P);
   }, &ctx);
+  return true;
 }
 
 // The channel-lane forward (conv2d_lanes_impl.h) computes no padding column but
@@ -251,18 +246,6 @@ void forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
 // even at 3 to 5 and won from 6 (596-624 against 622-714) on: batches of at least
 // this many output positions take them.
 constexpr int64_t kLanePositions = 1024;
-
-// The inverse of pack_lane_weights (conv2d_lanes_impl.h): the packed wl[g][k][co]
-// back to w[g * cog + co][k], for calls given only the packed weight.
-template <class T>
-void unpack_lane_weights(const Conv2dDims& d, const T* wl, T* w) {
-  for (int64_t g = 0; g < d.G; ++g)
-    for (int64_t co = 0; co < d.cog; ++co) {
-      const T* src = wl + g * d.K * d.cog + co;
-      T* dst = w + (g * d.cog + co) * d.K;
-      for (int64_t k = 0; k < d.K; ++k) dst[k] = src[k * d.cog];
-    }
-}
 
 // How many threads share one image's output rows on the lane tiles: up to one per
 // row and one per kParallelMacs multiply-adds; below 2 the image is not shared
@@ -313,16 +296,7 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
   // 3x3, against the channel shares: 64 channels at 32x32 218-225 us against 211,
   // 128 at 28x28 658-679 against 657-665, 64 at 56x56 607-618 against 629-634).
   const int row_parts = lanes && packed ? lane_row_parts<T>(s, d) : 1;
-  const int share_parts = row_parts < 2 ? channel_share_parts(s, d) : 1;
-  // A caller that keeps only the packed weight (w null): the paths that read the
-  // plain layout get it unpacked into this thread's scratch, one pass over it.
-  if (!w && packed && (!lanes || share_parts >= 2)) {
-    thread_local Scratch plain;
-    T* wp = static_cast<T*>(plain.get(sizeof(T) * size_t(s.c_out * d.K)));
-    unpack_lane_weights(d, packed, wp);
-    w = wp;
-  }
-  if (share_parts >= 2) return forward_channel_shares(s, d, k, x, w, bias, y, relu, share_parts);
+  if (row_parts < 2 && forward_channel_shares(s, d, k, x, w, bias, y, relu)) return;
   const Direct v = direct ? Direct(s, d) : Direct();
   Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
   if (lanes) {
@@ -614,12 +588,6 @@ void conv2d_pack_weight(DType dt, const Conv2dShape& s, const void* weight, void
   const Conv2dDims d(s);
   conv2d_detail::direct_tables().pick().f32.pack_lanes(d, static_cast<const float*>(weight),
                                                           static_cast<float*>(packed));
-}
-
-void conv2d_unpack_weight(DType dt, const Conv2dShape& s, const void* packed, void* weight) {
-  if (dt != DType::Float32)
-    throw ValueError(std::string("conv2d_unpack_weight: needs float32 values, got ") + dtype_name(dt));
-  conv2d_detail::unpack_lane_weights(Conv2dDims(s), static_cast<const float*>(packed), static_cast<float*>(weight));
 }
 
 void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,

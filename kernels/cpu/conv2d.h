@@ -25,10 +25,7 @@ using ember::conv2d_set_output_size;
 // only, applied to each image's output as it is made (ValueError for other dtypes).
 // packed (nullable, float32 only, else ValueError): the same weight as
 // conv2d_pack_weight lays it out, which spares the channel-lane tiles packing it on
-// every call; the results are the same. Given packed, weight may be null (a caller
-// that keeps only the packed copy): the calls that read the plain layout (rows
-// narrower than a lane run, one image shared out by channels) then unpack it into a
-// buffer of the calling thread first.
+// every call; the results are the same.
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                     const void* bias, void* y, bool relu = false, const void* packed = nullptr);
 
@@ -41,9 +38,6 @@ void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* w
 // ignores it).
 bool conv2d_uses_packed_weight(DType dt, const Conv2dShape& s);
 void conv2d_pack_weight(DType dt, const Conv2dShape& s, const void* weight, void* packed);
-// The inverse: the plain [c_out][c_in/groups][kh][kw] weight from its packed layout,
-// bit for bit (float32 only, else ValueError).
-void conv2d_unpack_weight(DType dt, const Conv2dShape& s, const void* packed, void* weight);
 
 // grad_x = d(sum grad_y . y)/dx: every input element collects grad_y times the
 // weight over the outputs its value reaches. grad_x is overwritten.

@@ -433,9 +433,6 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
           misplaced += std::bit_cast<uint32_t>(packed[size_t((gi * d.K + k) * d.cog + co)]) !=
                        std::bit_cast<uint32_t>(w[size_t((gi * d.cog + co) * d.K + k)]);
     CHECK(misplaced == 0);
-    std::vector<float> unpacked(z.w, std::numeric_limits<float>::quiet_NaN());
-    ember::cpu::conv2d_unpack_weight(DType::Float32, s, packed.data(), unpacked.data());
-    CHECK(bit_differences(unpacked, w) == 0);
     for_each_isa([&] {
       const std::string isa = ember::cpu::isa_name(ember::cpu::active_isa());
       CHECK(ember::cpu::conv2d_uses_packed_weight(DType::Float32, s));
@@ -452,37 +449,7 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
           CHECK(bit_differences(lanes, grid) == 0);
           CHECK(nan_count(grid) > 0);
           CHECK(nan_count(grid) < int64_t(grid.size()) / 2);
-          // The packed weight alone (the plain one null), as an ONNX plan keeps it.
-          std::vector<float> packed_only(z.y, std::numeric_limits<float>::quiet_NaN());
-          ember::cpu::conv2d_forward(DType::Float32, s, x.data(), nullptr, b.data(), packed_only.data(), relu,
-                                     packed.data());
-          CHECK(bit_differences(packed_only, grid) == 0);
         }
-    });
-  }
-  // Given the packed weight alone, the calls the lane tiles do not take unpack it
-  // first: rows narrower than the shortest run (4 and 3 positions), stride 2, and
-  // a group's channels that fill no whole tile at AVX2 or AVX-512 (24).
-  for (const Conv2dShape& s : {shape(1, 8, 4, 4, 64, 3, 3, 1, 1, 1, 1), shape(2, 8, 6, 3, 32, 3, 3, 1, 1, 1, 1),
-                               shape(1, 8, 9, 9, 64, 3, 3, 2, 2, 1, 1), shape(2, 8, 9, 9, 48, 3, 3, 1, 1, 1, 1, 1, 1, 2)}) {
-    std::mt19937 g(5);
-    const Sizes z = sizes(s);
-    const auto x = as<float>(random_values(z.x, g)), w = as<float>(random_values(z.w, g));
-    const auto b = as<float>(random_values(s.c_out, g));
-    std::vector<float> packed(z.w);
-    ember::cpu::conv2d_pack_weight(DType::Float32, s, w.data(), packed.data());
-    for_each_isa([&] {
-      for (int threads : {1, 2}) {
-        INFO(ember::cpu::isa_name(ember::cpu::active_isa()) << ": " << s.h_out << "x" << s.w_out << " outputs, "
-                                                            << s.c_out << " channels, threads " << threads);
-        ember::set_num_threads(threads);
-        std::vector<float> plain(z.y, std::numeric_limits<float>::quiet_NaN()), packed_only = plain;
-        ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), b.data(), plain.data(), true);
-        ember::cpu::conv2d_forward(DType::Float32, s, x.data(), nullptr, b.data(), packed_only.data(), true,
-                                   packed.data());
-        CHECK(nan_count(plain) == 0);
-        CHECK(bit_differences(packed_only, plain) == 0);
-      }
     });
   }
   ember::set_num_threads(threads_before);
@@ -497,8 +464,6 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
                     "conv2d_forward: a packed weight needs float32 values, got float64");
   CHECK_THROWS_WITH(ember::cpu::conv2d_pack_weight(DType::Float64, shape(1, 1, 3, 3, 8, 1, 1), nullptr, nullptr),
                     "conv2d_pack_weight: needs float32 values, got float64");
-  CHECK_THROWS_WITH(ember::cpu::conv2d_unpack_weight(DType::Float64, shape(1, 1, 3, 3, 8, 1, 1), nullptr, nullptr),
-                    "conv2d_unpack_weight: needs float32 values, got float64");
 }
 
 TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {

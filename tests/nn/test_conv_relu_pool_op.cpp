@@ -379,13 +379,6 @@ TEST_CASE("conv2d_packed gives conv2d's bits with a weight packed once", "[nn][c
         const Tensor got = conv2d_packed(x, w, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu);
         CHECK(same_bits(got, relu ? want.relu() : want));
         CHECK(same_bits(conv2d_packed(x, w, Tensor(), b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu), got));
-        // The weight as a meta tensor, its values in packed only (an ONNX plan's).
-        const Tensor meta = empty(w.shape(), {kFloat32, kMeta});
-        CHECK(same_bits(conv2d_packed(x, meta, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu), got));
-        // Rows too narrow for the lane tiles (3 outputs wide) unpack it.
-        const Tensor narrow = x.narrow(3, 0, 3);
-        CHECK(same_bits(conv2d_packed(narrow, meta, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu),
-                        conv2d_packed(narrow, w, Tensor(), b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu)));
       }
     // With grad: conv2d's node (and ReLU's), the packed weight unused.
     const Tensor wl = w.detach().clone().requires_grad_();
@@ -393,12 +386,6 @@ TEST_CASE("conv2d_packed gives conv2d's bits with a weight packed once", "[nn][c
           std::string(conv2d(x, wl, b, {1, 1}, {1, 1}, {1, 1}, k.groups).relu().grad_fn()->name()));
     CHECK(std::string(conv2d_packed(x, wl, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups).grad_fn()->name()) ==
           std::string(conv2d(x, wl, b, {1, 1}, {1, 1}, {1, 1}, k.groups).grad_fn()->name()));
-    // With grad and a meta weight: conv2d on the unpacked values, x's gradient recorded.
-    const Tensor xg = x.detach().clone().requires_grad_();
-    const Tensor y = conv2d_packed(xg, empty(w.shape(), {kFloat32, kMeta}), packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups);
-    CHECK(y.requires_grad());
-    NoGradGuard no_grad;
-    CHECK(same_bits(y.detach(), conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, k.groups)));
   }
   // No kernel of any level uses one for stride 2, float64, or 12 channels a group.
   const Tensor w = randn({64, 8, 3, 3}, {}, &gen);
