@@ -75,9 +75,10 @@ template <class T, int ROWS>
     }
   if constexpr (kBytes == 64 && std::is_same_v<T, float>) {
     // AVX-512: each 16-channel column of the buffer transposed in registers
-    // (transpose16_avx512.h, which the includer includes), 16 masked row stores,
-    // where the loop below takes 16 * ROWS scalar loads and stores. A 64-channel
-    // 3x3 layer at 14x14, batch 32, one thread: 2339-2375 us -> 2209-2314.
+    // (transpose16_avx512.h, which the includer includes before this file: the
+    // call is found by ordinary lookup there), 16 masked row stores, where the loop
+    // below takes 16 * ROWS scalar loads and stores. A 64-channel 3x3 layer at
+    // 14x14, batch 32, one thread: 2339-2375 us -> 2209-2314 (runs of 14 both).
     static_assert(ROWS <= L);
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
@@ -95,8 +96,9 @@ template <class T, int ROWS>
 // where one panel spans several rows. float32 on AVX-512 runs up to 14 positions:
 // 28 accumulators, 2 weight vectors and the broadcast fill 31 of its 32 registers
 // (runs of the grid tiles' 12 cut a 14-wide row into two of 7, which streamed the
-// weight tile twice per row; 64 channels of 3x3 at 14x14, batch 32, one thread:
-// 2345-2395 us -> 2339-2375). Elsewhere the grid tiles' MR.
+// weight tile twice per row). With the transposed store in lane_tile: 64 channels
+// of 3x3 at 14x14, batch 32, one thread, 2454-2891 us (median 2526) -> 2313-2436
+// (2418); runs of 14 alone measured within that noise. Elsewhere the grid tiles' MR.
 template <class T>
 constexpr int kLaneRunMax = kBytes == 64 && sizeof(T) == 4 ? 14 : Tiles<T>::MR;
 template <class T>
