@@ -40,9 +40,11 @@ Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, Pa
                    Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1);
 
 // A convolution weight [c_out, c_in/groups, kh, kw] laid out once for many forward
-// calls (an ONNX plan packs its constant weights at load): [groups, c_in/groups * kh *
-// kw, c_out/groups], the layout of the CPU's stride-1 float32 kernels with output
-// channels in the vector lanes. An undefined tensor where no kernel of the
+// calls (an ONNX plan packs its constant weights at load): [groups, cog / bw,
+// c_in/groups * kh * kw, bw] with cog = c_out/groups and bw the largest of 32, 16 and
+// 8 that divides cog (cog itself when none does): the layout of the CPU's stride-1
+// float32 kernels with output channels in the vector lanes, in blocks of bw
+// channels. An undefined tensor where no kernel of the
 // instruction-set level in use (the CPU's best unless a test lowered it) would use
 // it for layers of this stride and groups (not float32 on the CPU, not stride 1, or
 // channels per group that do not fill whole vector tiles: 32 with AVX-512). The
@@ -55,7 +57,10 @@ Tensor conv2d_pack_weight(const Tensor& weight, Pair stride = {1, 1}, int64_t gr
 // those kernels as well. Inference only, as conv2d_relu: with autograd, autocast,
 // other devices or dtypes it is the ops apart (packed unused). A packed tensor of
 // another dtype, device or shape is a ValueError; one of other values than the
-// weight's gives wrong results.
+// weight's gives wrong results. Given packed, the weight may be a float32 tensor on
+// the meta device (its shape only), so that a caller can keep the packed copy
+// alone: the kernels read packed in every case, and the ops apart get the weight
+// laid back out from it.
 Tensor conv2d_packed(const Tensor& x, const Tensor& weight, const Tensor& packed, const Tensor& bias,
                      Pair stride = {1, 1}, Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1,
                      bool relu = false);

@@ -178,18 +178,21 @@ using ItemFn = void (*)(const void* ctx, int64_t item, int tid);
 // One image on several threads: whole images cannot be shared out, so the threads
 // split its output channels (one group only), each running the single-threaded
 // kernel on its share as a convolution of its own: its rows of the weight, its
-// planes of y. Shares are multiples of 4 channels and at least kShareChannels, so
-// the kernels' 12-row tiles stay mostly full. Batch 1 of a 64-channel 3x3 layer at
-// 14x14 ran on one thread of two before (160 us for two such layers).
+// planes of y. Shares are multiples of 4 channels (of a packed weight's blocks,
+// w_block) and at least kShareChannels, so the kernels' 12-row tiles stay mostly
+// full. Batch 1 of a 64-channel 3x3 layer at 14x14 ran on one thread of two before
+// (160 us for two such layers).
 constexpr int64_t kShareChannels = 16;
 template <class T>
 bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Kernels<T>& k, const T* x, const T* w,
-                            const T* bias, T* y, bool relu) {
+                            int64_t w_block, const T* bias, T* y, bool relu) {
   // The stride-1 kernels only: the im2col path would build the whole image's
   // columns once per share, and its cpu::gemm already uses the team for one image.
   if (s.n != 1 || s.groups != 1 || !is_direct(s) || omp_in_parallel()) return false;
   const double macs = double(s.c_out) * double(d.K) * double(d.P);
-  const int parts = int(std::min<int64_t>({get_num_threads(), s.c_out / kShareChannels, TeamRates::kMax}));
+  const int64_t q = std::max<int64_t>(w_block, 4);  // no share empty: parts <= c_out / q
+  const int parts =
+      int(std::min<int64_t>({get_num_threads(), s.c_out / std::max(kShareChannels, q), TeamRates::kMax}));
   if (parts < 2 || macs < kParallelMacs * parts) return false;
   struct Share {
     Conv2dShape s;
@@ -199,8 +202,8 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
   int64_t slice = 0;
   for (int i = 0; i < parts; ++i) {
     Share& sh = shares[size_t(i)];
-    sh.c0 = s.c_out * i / parts / 4 * 4;
-    const int64_t c1 = i + 1 == parts ? s.c_out : s.c_out * (i + 1) / parts / 4 * 4;
+    sh.c0 = s.c_out * i / parts / q * q;
+    const int64_t c1 = i + 1 == parts ? s.c_out : s.c_out * (i + 1) / parts / q * q;
     sh.s = s;
     sh.s.c_out = c1 - sh.c0;
   }
@@ -213,7 +216,8 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
   for (const Share& sh : shares) {
     dims.emplace_back(sh.s);
     grids.push_back(Direct(sh.s, dims.back()));
-    const Args<T> a{&sh.s, &dims.back(), &grids.back(), x, w, bias, nullptr, y};
+    Args<T> a{&sh.s, &dims.back(), &grids.back(), x, w, bias, nullptr, y};
+    a.w_block = w_block;
     slice = std::max(slice, round_up(std::max<int64_t>(k.forward_scratch(a), 1), 64 / int64_t(sizeof(T))));
   }
   T* ws = static_cast<T*>(scratch.get(sizeof(T) * size_t(slice) * size_t(parts)));
@@ -224,14 +228,17 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
     const Kernels<T>* k;
     const T *x, *w, *bias;
     T *y, *ws;
-    int64_t K, P, slice;
+    int64_t K, P, slice, w_block;
     bool relu;
-  } ctx{&shares, &dims, &grids, &k, x, w, bias, y, ws, d.K, d.P, slice, relu};
+  } ctx{&shares, &dims, &grids, &k, x, w, bias, y, ws, d.K, d.P, slice, w_block, relu};
   run_items(parts, parts, [](const void* c, int64_t i, int) {
     const Ctx& t = *static_cast<const Ctx*>(c);
     const Share& sh = (*t.shares)[size_t(i)];
-    const Args<T> a{&sh.s, &(*t.dims)[size_t(i)], &(*t.grids)[size_t(i)], t.x, t.w + sh.c0 * t.K,
-                    t.bias ? t.bias + sh.c0 : nullptr, nullptr, t.y + sh.c0 * t.P};
+    // The share's first channel starts c0 * K values on in either layout (a packed
+    // weight's shares are whole blocks).
+    Args<T> a{&sh.s, &(*t.dims)[size_t(i)], &(*t.grids)[size_t(i)], t.x, t.w + sh.c0 * t.K,
+              t.bias ? t.bias + sh.c0 : nullptr, nullptr, t.y + sh.c0 * t.P};
+    a.w_block = t.w_block;
     t.k->forward(a, 0, 1, t.ws + i * t.slice);
     if (t.relu) relu_in_place(t.y + sh.c0 * t.P, sh.s.c_out * t.P);
   }, &ctx);
@@ -282,11 +289,15 @@ void forward_lane_rows(const Args<T>& a, const Kernels<T>& k, int parts) {
 
 // With relu, each image's output goes through ReLU on the thread that made it, while
 // it is still in that core's cache: one pass fewer over memory than the ops apart.
-// packed (nullable): the weight as conv2d_pack_weight lays it out.
+// packed (nullable): the weight as conv2d_pack_weight lays it out; given it, every
+// path reads it (the grid tiles and the GEMM through Args::w_block) and w is never
+// read.
 template <class T>
 void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y, bool relu, const T* packed) {
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || d.P <= 0) return;
+  const int64_t w_block = packed ? pack_block(d.cog) : 0;
+  if (packed) w = packed;
   const bool direct = is_direct(s);
   const Kernels<T>& k = kernels_for<T>(s);
   const bool lanes = direct && k.lane_fits && k.lane_fits(s, d) && (packed || s.n * d.P >= kLanePositions);
@@ -296,9 +307,10 @@ void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T
   // 3x3, against the channel shares: 64 channels at 32x32 218-225 us against 211,
   // 128 at 28x28 658-679 against 657-665, 64 at 56x56 607-618 against 629-634).
   const int row_parts = lanes && packed ? lane_row_parts<T>(s, d) : 1;
-  if (row_parts < 2 && forward_channel_shares(s, d, k, x, w, bias, y, relu)) return;
+  if (row_parts < 2 && forward_channel_shares(s, d, k, x, w, w_block, bias, y, relu)) return;
   const Direct v = direct ? Direct(s, d) : Direct();
   Args<T> a{&s, &d, &v, x, w, bias, nullptr, y};
+  a.w_block = w_block;
   if (lanes) {
     if (!packed) {
       thread_local Scratch own;
@@ -589,6 +601,8 @@ void conv2d_pack_weight(DType dt, const Conv2dShape& s, const void* weight, void
   conv2d_detail::direct_tables().pick().f32.pack_lanes(d, static_cast<const float*>(weight),
                                                           static_cast<float*>(packed));
 }
+
+int64_t conv2d_pack_block(const Conv2dShape& s) { return conv2d_detail::pack_block(Conv2dDims(s).cog); }
 
 void conv2d_relu_pool_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                               const void* bias, void* y, uint8_t* window, bool round_bf16) {

@@ -25,19 +25,27 @@ using ember::conv2d_set_output_size;
 // only, applied to each image's output as it is made (ValueError for other dtypes).
 // packed (nullable, float32 only, else ValueError): the same weight as
 // conv2d_pack_weight lays it out, which spares the channel-lane tiles packing it on
-// every call; the results are the same.
+// every call. Given it, every path reads the weight from it (the other kernels
+// through strides) and weight is not read: it may be null, so that a caller can
+// keep the packed copy alone. The results are the same bits either way.
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                     const void* bias, void* y, bool relu = false, const void* packed = nullptr);
 
 // A weight packed once for many forward calls (an ONNX plan's constant weights):
-// [c_out][c_in/groups][kh][kw] as [groups][c_in/groups * kh * kw][c_out/groups], the
-// layout of the stride-1 float32 channel-lane tiles. conv2d_uses_packed_weight says
+// [c_out][c_in/groups][kh][kw] as [groups][cog / bw][c_in/groups * kh * kw][bw], with
+// cog = c_out/groups and bw = conv2d_pack_block(s), the layout of the stride-1
+// float32 channel-lane tiles: blocks of bw output channels, each block's weights
+// one contiguous run, tap by tap. The layout is the same at every instruction-set
+// level. conv2d_uses_packed_weight says
 // whether conv2d_forward can use one for layers of s's weight, stride and groups at
 // the active instruction-set level (s's batch and image size do not matter: a call
-// whose output rows are narrower than the shortest lane run takes the grid tiles and
-// ignores it).
+// whose output rows are narrower than the shortest lane run takes the grid tiles,
+// which read the packed weight as well).
 bool conv2d_uses_packed_weight(DType dt, const Conv2dShape& s);
 void conv2d_pack_weight(DType dt, const Conv2dShape& s, const void* weight, void* packed);
+// The packed layout's block width: the largest of 32, 16 and 8 that divides c_out /
+// groups, else c_out / groups.
+int64_t conv2d_pack_block(const Conv2dShape& s);
 
 // grad_x = d(sum grad_y . y)/dx: every input element collects grad_y times the
 // weight over the outputs its value reaches. grad_x is overwritten.

@@ -349,6 +349,10 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
   if (f.reach > image) zero_n(xcopy + image, f.reach - image);
   // When the sums' rows are y's (no columns to drop), the tiles write y itself.
   const bool in_place = !a.relu_pool && f.row == s.w_out;
+  // The tiles' rows are output channels, their depth the taps: cog rows of W, or
+  // with a packed W (Args::w_block) one block of bw rows at a time.
+  const int64_t bw = a.w_block ? a.w_block : d.cog;
+  const int64_t w_rs = a.w_block ? 1 : d.K, w_cs = a.w_block ? a.w_block : 1;
   const int64_t pooled = (s.h_out / 2) * (s.w_out / 2);
   for (int64_t i = lo; i < hi; ++i) {
     const T* xi = a.x + i * d.x_img;
@@ -364,19 +368,23 @@ void forward_images(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
       T* yg = a.relu_pool ? nullptr : a.out + i * d.y_img + g * d.cog * d.P;
       T* c = in_place ? yg : ybuf;
       const int64_t c_rs = in_place ? d.P : f.Pr;
-      const T* wg = a.w + g * d.cog * d.K;
-      const T* init = a.bias ? a.bias + g * d.cog : nullptr;
-      for (int64_t p0 = 0; p0 < f.positions; p0 += NR) {
-        const int64_t n = std::min(NR, f.positions - p0);
-        if constexpr (kRowPairs<T>) {
-          if (f.pairs) {
-            // Panel p0 starts at output row p0 / w_out; b_rs steps x's rows.
-            outer_rows<T, true, false, true>(d.cog, d.K, wg, d.K, 1, xg + p0 / s.w_out * v.Wv, v.Wv, v.off.data(),
-                                             init, c + p0, c_rs, nullptr, n);
-            continue;
+      for (int64_t c0 = g * d.cog; c0 < (g + 1) * d.cog; c0 += bw) {
+        // Block c0's weights start c0 * K values on in either layout.
+        const T* wb = a.w + c0 * d.K;
+        const T* init = a.bias ? a.bias + c0 : nullptr;
+        T* cb = c + (c0 - g * d.cog) * c_rs;
+        for (int64_t p0 = 0; p0 < f.positions; p0 += NR) {
+          const int64_t n = std::min(NR, f.positions - p0);
+          if constexpr (kRowPairs<T>) {
+            if (f.pairs) {
+              // Panel p0 starts at output row p0 / w_out; b_rs steps x's rows.
+              outer_rows<T, true, false, true>(bw, d.K, wb, w_rs, w_cs, xg + p0 / s.w_out * v.Wv, v.Wv, v.off.data(),
+                                               init, cb + p0, c_rs, nullptr, n);
+              continue;
+            }
           }
+          outer_rows<T, true, false>(bw, d.K, wb, w_rs, w_cs, xg + p0, 0, v.off.data(), init, cb + p0, c_rs, nullptr, n);
         }
-        outer_rows<T, true, false>(d.cog, d.K, wg, d.K, 1, xg + p0, 0, v.off.data(), init, c + p0, c_rs, nullptr, n);
       }
       if (a.relu_pool) {
         const int64_t o = (i * s.c_out + g * d.cog) * pooled;

@@ -40,6 +40,16 @@ struct Direct {
   }
 };
 
+// The packed weight's block width for cog channels per group: the largest of 32,
+// 16 and 8 that divides cog, else cog. The layout is [G][cog/bw][K][bw]: each
+// block's weights are one contiguous stream (a tile of channels reads its own
+// block, not a slice of every tap's row of the group), and it does not depend on
+// the instruction-set level, whose lane tiles of NR = 8, 16 or 32 channels each
+// fall inside one block (NR divides cog, so it divides bw).
+constexpr int64_t pack_block(int64_t cog) {
+  return cog % 32 == 0 ? 32 : cog % 16 == 0 ? 16 : cog % 8 == 0 ? 8 : cog;
+}
+
 // Everything one pass needs, for the kernels of either path.
 template <class T>
 struct Args {
@@ -47,7 +57,7 @@ struct Args {
   const Conv2dDims* d;
   const Direct* v;  // stride-1 geometry; unused by the im2col path
   const T* x;       // forward, weight gradient
-  const T* w;       // forward, input gradient
+  const T* w;       // forward, input gradient; see w_block
   const T* bias;    // forward (nullable)
   const T* gy;      // gradients
   T* out;           // y or grad_x; with relu_pool, the pooled y [n][c_out][h_out/2][w_out/2]
@@ -64,9 +74,17 @@ struct Args {
   // kernels spread it back (ReLU's mask, each window's position) as they read it,
   // so the convolution's full-size output gradient is never stored.
   const uint8_t* gy_window = nullptr;
+  // Forward only: 0 when w is laid out [G][cog][K] (ONNX's and PyTorch's layout),
+  // else w is packed (pack_lane_weights) and this is its block width, pack_block
+  // of the layer's cog. The grid tiles and the GEMM read single weights through
+  // strides, so either layout serves them, and a caller that keeps the packed copy
+  // alone needs no unpacking. A channel share's w starts at its first channel, a
+  // block's start in the packed layout.
+  int64_t w_block = 0;
   // Forward of the direct kernels only, not with relu_pool: the weight packed
-  // [G][K][cog] (pack_lane_weights), which selects the channel-lane tiles
-  // (conv2d_lanes_impl.h). Set only where Kernels::lane_fits holds.
+  // (pack_lane_weights, in blocks of pack_block(cog) channels), which selects the
+  // channel-lane tiles (conv2d_lanes_impl.h). Set only where Kernels::lane_fits
+  // holds.
   const T* w_lanes = nullptr;
   bool lane_relu = false;  // with w_lanes: ReLU applied as the tiles store y
   // With w_lanes: only output rows [lane_oy0, lane_oy1) of each image (-1: to the

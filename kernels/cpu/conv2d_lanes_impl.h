@@ -20,17 +20,18 @@
 // differently).
 #pragma once
 
-// The weight W[g][co][k] of one call as wl[g][k][co], the lane tiles' layout.
-// Written in order, read across the cog rows, whose lines stay in L1 while 16 taps
-// use them (the other order, one scattered write each, left batch 11 of
-// conv_block.onnx 3-7% slower).
+// The weight W[g][co][k] of one call as wl[g][co / bw][k][co % bw] (bw =
+// pack_block(cog)), the lane tiles' layout. Written in order, read across bw rows
+// of W, whose lines stay in L1 while 16 taps use them (the other order, one
+// scattered write each, left batch 11 of conv_block.onnx 3-7% slower).
 template <class T>
 void pack_lane_weights(const Conv2dDims& d, const T* w, T* wl) {
-  for (int64_t g = 0; g < d.G; ++g) {
-    const T* src = w + g * d.cog * d.K;
-    T* dst = wl + g * d.K * d.cog;
+  const int64_t bw = pack_block(d.cog);
+  for (int64_t c0 = 0; c0 < d.G * d.cog; c0 += bw) {  // blocks never straddle groups
+    const T* src = w + c0 * d.K;
+    T* dst = wl + c0 * d.K;
     for (int64_t k = 0; k < d.K; ++k)
-      for (int64_t co = 0; co < d.cog; ++co) dst[k * d.cog + co] = src[co * d.K + k];
+      for (int64_t c = 0; c < bw; ++c) dst[k * bw + c] = src[c * d.K + k];
   }
 }
 
@@ -155,14 +156,16 @@ void forward_lanes(const Args<T>& a, int64_t lo, int64_t hi, T* ws) {
     for (int64_t g = 0; g < d.G; ++g) {
       const T* xg = xi + g * d.cig * v.plane;
       const T* wg = a.w_lanes + g * d.K * d.cog;
+      const int64_t bw = pack_block(d.cog);  // a multiple of C (lane_fits)
       for (int64_t c0 = 0; c0 < d.cog; c0 += C) {
         const T* bias = a.bias ? a.bias + g * d.cog + c0 : nullptr;
         T* yc = a.out + i * d.y_img + (g * d.cog + c0) * d.P;
         for (int64_t oy = oy0; oy < oy1; ++oy) {
           for (int64_t r = 0; r < runs; ++r) {
             const int64_t ox0 = s.w_out * r / runs, ox1 = s.w_out * (r + 1) / runs;
-            lane_tile_rows<T, kLaneRunMax<T>>(ox1 - ox0, d.K, xg + oy * v.Wv + ox0, v.off.data(), wg + c0, d.cog,
-                                              bias, yc + oy * s.w_out + ox0, d.P, a.lane_relu);
+            lane_tile_rows<T, kLaneRunMax<T>>(ox1 - ox0, d.K, xg + oy * v.Wv + ox0, v.off.data(),
+                                              wg + c0 / bw * bw * d.K + c0 % bw, bw, bias, yc + oy * s.w_out + ox0,
+                                              d.P, a.lane_relu);
           }
           if (next)
             for (int64_t e = 0; e < slice_lines && line * kLine < d.x_img; ++e, ++line)

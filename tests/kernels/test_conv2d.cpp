@@ -426,11 +426,15 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
     for (int64_t i = 0; i < s.n; ++i) x[size_t(i * (z.x / s.n) + 5 + 7 * i)] = std::bit_cast<float>(0x7fc00000u | uint32_t(i + 1));
     std::vector<float> packed(z.w, std::numeric_limits<float>::quiet_NaN());
     ember::cpu::conv2d_pack_weight(DType::Float32, s, w.data(), packed.data());
+    // Blocks of bw channels, [g][co / bw][k][co % bw]: 32 for the 64 channels a
+    // group here (the next test has the other widths).
+    const int64_t bw = ember::cpu::conv2d_pack_block(s);
+    CHECK(bw == 32);
     int64_t misplaced = 0;
     for (int64_t gi = 0; gi < d.G; ++gi)
       for (int64_t co = 0; co < d.cog; ++co)
         for (int64_t k = 0; k < d.K; ++k)
-          misplaced += std::bit_cast<uint32_t>(packed[size_t((gi * d.K + k) * d.cog + co)]) !=
+          misplaced += std::bit_cast<uint32_t>(packed[size_t(((gi * d.cog + co) / bw * d.K + k) * bw + co % bw)]) !=
                        std::bit_cast<uint32_t>(w[size_t((gi * d.cog + co) * d.K + k)]);
     CHECK(misplaced == 0);
     for_each_isa([&] {
@@ -443,7 +447,8 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
                    << threads << ", relu " << relu);
           ember::set_num_threads(threads);
           std::vector<float> lanes(z.y, std::numeric_limits<float>::quiet_NaN());
-          ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), b.data(), lanes.data(), relu,
+          // No plain weight: given the packed one, nothing reads it.
+          ember::cpu::conv2d_forward(DType::Float32, s, x.data(), nullptr, b.data(), lanes.data(), relu,
                                      packed.data());
           const std::vector<float> grid = one_image_at_a_time(s, x, w.data(), b.data(), relu);
           CHECK(bit_differences(lanes, grid) == 0);
@@ -464,6 +469,55 @@ TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one im
                     "conv2d_forward: a packed weight needs float32 values, got float64");
   CHECK_THROWS_WITH(ember::cpu::conv2d_pack_weight(DType::Float64, shape(1, 1, 3, 3, 8, 1, 1), nullptr, nullptr),
                     "conv2d_pack_weight: needs float32 values, got float64");
+}
+
+TEST_CASE("conv2d given only a packed weight: the grid tiles, row pairs, channel shares and the GEMM read it",
+          "[kernels][conv2d]") {
+  // A caller may keep the packed copy alone (an ONNX plan, onnx/prepack.cpp), so
+  // the calls the lane tiles do not take read the packed layout through strides:
+  // rows narrower than a lane run (4 wide: the grid tiles on AVX-512, the lane
+  // tiles elsewhere), channels not in whole lane tiles (12 and 40: the grid tiles,
+  // in row pairs where w_out is half a vector: 8 on AVX-512, 4 on AVX2), one image
+  // of 4x4 or of a single output row shared out by channels, stride 2 and groups on
+  // the GEMM path. Each against the plain weight's bits, batch and one image at a
+  // time; the plain weight is null, so a read of it would crash. The packed blocks
+  // are 32, 12, 16, 20 (40 channels in 2 groups) and 16 channels wide.
+  CHECK(ember::cpu::conv2d_pack_block(shape(1, 1, 3, 3, 64, 1, 1)) == 32);
+  CHECK(ember::cpu::conv2d_pack_block(shape(1, 1, 3, 3, 12, 1, 1)) == 12);
+  CHECK(ember::cpu::conv2d_pack_block(shape(1, 1, 3, 3, 48, 1, 1)) == 16);
+  CHECK(ember::cpu::conv2d_pack_block(shape(1, 2, 3, 3, 40, 1, 1, 1, 1, 0, 0, 1, 1, 2)) == 20);
+  CHECK(ember::cpu::conv2d_pack_block(shape(1, 2, 3, 3, 16, 1, 1, 1, 1, 0, 0, 1, 1, 2)) == 8);
+  const int threads_before = ember::get_num_threads();
+  for (const Conv2dShape& s :
+       {shape(3, 16, 4, 4, 64, 3, 3, 1, 1, 1, 1), shape(3, 4, 10, 10, 12, 3, 3), shape(3, 4, 6, 6, 12, 3, 3),
+        shape(2, 8, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 2), shape(1, 64, 4, 4, 48, 3, 3, 1, 1, 1, 1),
+        shape(1, 64, 3, 20, 48, 3, 3), shape(2, 8, 9, 9, 64, 3, 3, 2, 2, 1, 1),
+        shape(2, 8, 11, 10, 64, 3, 3, 2, 1, 1, 0, 1, 2, 2)}) {
+    std::mt19937 g(23);
+    const Sizes z = sizes(s);
+    const auto x = as<float>(random_values(z.x, g));
+    const auto w = as<float>(random_values(z.w, g)), b = as<float>(random_values(s.c_out, g));
+    std::vector<float> packed(z.w);
+    ember::cpu::conv2d_pack_weight(DType::Float32, s, w.data(), packed.data());
+    for_each_isa([&] {
+      const std::string isa = ember::cpu::isa_name(ember::cpu::active_isa());
+      for (int threads : {1, 2})
+        for (bool relu : {false, true}) {
+          INFO(isa << ": batch " << s.n << ", " << s.h << "x" << s.w << ", channels " << s.c_out << ", stride "
+                   << s.stride_h << "x" << s.stride_w << ", groups " << s.groups << ", threads " << threads
+                   << ", relu " << relu);
+          ember::set_num_threads(threads);
+          std::vector<float> got(z.y, std::numeric_limits<float>::quiet_NaN());
+          ember::cpu::conv2d_forward(DType::Float32, s, x.data(), nullptr, b.data(), got.data(), relu, packed.data());
+          std::vector<float> want(z.y, std::numeric_limits<float>::quiet_NaN());
+          ember::cpu::conv2d_forward(DType::Float32, s, x.data(), w.data(), b.data(), want.data(), relu);
+          CHECK(bit_differences(got, want) == 0);
+          CHECK(bit_differences(got, one_image_at_a_time(s, x, w.data(), b.data(), relu)) == 0);
+          CHECK(nan_count(got) == 0);
+        }
+    });
+  }
+  ember::set_num_threads(threads_before);
 }
 
 TEST_CASE("conv2d empty batch and unsupported dtypes", "[kernels][conv2d]") {

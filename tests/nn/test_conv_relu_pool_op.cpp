@@ -368,8 +368,8 @@ TEST_CASE("conv2d_packed gives conv2d's bits with a weight packed once", "[nn][c
     const Tensor packed = conv2d_pack_weight(w, {1, 1}, k.groups);
     REQUIRE(packed.defined());
     const int64_t G = k.groups, K = k.w[1] * k.w[2] * k.w[3], cog = k.w[0] / G;
-    CHECK(packed.shape() == Shape{G, K, cog});
-    CHECK(same_bits(packed, w.reshape({G, cog, K}).transpose(1, 2).contiguous()));
+    CHECK(packed.shape() == Shape{G, cog / 32, K, 32});  // blocks of 32 channels
+    CHECK(same_bits(packed, w.reshape({G, cog / 32, 32, K}).transpose(2, 3).contiguous()));
     for (int threads : {1, 2})
       for (bool relu : {false, true}) {
         INFO(k.what << ", " << threads << " threads, relu " << relu);
@@ -379,6 +379,15 @@ TEST_CASE("conv2d_packed gives conv2d's bits with a weight packed once", "[nn][c
         const Tensor got = conv2d_packed(x, w, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu);
         CHECK(same_bits(got, relu ? want.relu() : want));
         CHECK(same_bits(conv2d_packed(x, w, Tensor(), b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu), got));
+        // The weight as a meta tensor, its values in packed only (an ONNX plan's).
+        const Tensor meta = empty(w.shape(), {kFloat32, kMeta});
+        CHECK(same_bits(conv2d_packed(x, meta, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu), got));
+        // Rows too narrow for the lane tiles (3 outputs wide), and stride 2.
+        const Tensor narrow = x.narrow(3, 0, 3);
+        CHECK(same_bits(conv2d_packed(narrow, meta, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu),
+                        conv2d_packed(narrow, w, Tensor(), b, {1, 1}, {1, 1}, {1, 1}, k.groups, relu)));
+        CHECK(same_bits(conv2d_packed(x, meta, packed, b, {2, 2}, {1, 1}, {1, 1}, k.groups, relu),
+                        conv2d_packed(x, w, Tensor(), b, {2, 2}, {1, 1}, {1, 1}, k.groups, relu)));
       }
     // With grad: conv2d's node (and ReLU's), the packed weight unused.
     const Tensor wl = w.detach().clone().requires_grad_();
@@ -386,6 +395,38 @@ TEST_CASE("conv2d_packed gives conv2d's bits with a weight packed once", "[nn][c
           std::string(conv2d(x, wl, b, {1, 1}, {1, 1}, {1, 1}, k.groups).relu().grad_fn()->name()));
     CHECK(std::string(conv2d_packed(x, wl, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups).grad_fn()->name()) ==
           std::string(conv2d(x, wl, b, {1, 1}, {1, 1}, {1, 1}, k.groups).grad_fn()->name()));
+    // With grad and a meta weight: conv2d on the weight laid back out, x's gradient
+    // recorded; float64 input: conv2d's dtype error, as with the plain weight.
+    const Tensor xg = x.detach().clone().requires_grad_();
+    const Tensor meta = empty(w.shape(), {kFloat32, kMeta});
+    const Tensor y = conv2d_packed(xg, meta, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups);
+    CHECK(y.requires_grad());
+    NoGradGuard no_grad;
+    CHECK(same_bits(y.detach(), conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, k.groups)));
+    std::string plain_error;
+    try {
+      conv2d_packed(x.to(kFloat64), w, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups);
+    } catch (const Error& e) {
+      plain_error = e.what();
+    }
+    CHECK_FALSE(plain_error.empty());
+    CHECK_THROWS_WITH(conv2d_packed(x.to(kFloat64), meta, packed, b, {1, 1}, {1, 1}, {1, 1}, k.groups), plain_error);
+  }
+  // A meta weight or groups conv2d rejects: its shape errors, before packed is read.
+  {
+    NoGradGuard no_grad;
+    const Tensor w = randn({64, 8, 3, 3}, {}, &gen), packed = conv2d_pack_weight(w);
+    const Tensor x = randn({1, 8, 6, 6}, {}, &gen);
+    CHECK_THROWS_MATCHES(conv2d_packed(x, empty({64, 8, 3}, {kFloat32, kMeta}), packed, Tensor()), ShapeError,
+                         Message("conv2d: expected a 4-dimensional weight, got [64, 8, 3]"));
+    CHECK_THROWS_MATCHES(conv2d_packed(x, empty(w.shape(), {kFloat32, kMeta}), packed, Tensor(), {1, 1}, {0, 0},
+                                       {1, 1}, 0),
+                         ValueError, Message("non-positive groups is not supported"));
+    CHECK_THROWS_MATCHES(conv2d_packed(x, empty(w.shape(), {kFloat32, kMeta}), packed, Tensor(), {1, 1}, {0, 0},
+                                       {1, 1}, 3),
+                         ShapeError,
+                         Message("Given groups=3, expected weight to be divisible by 3 at dimension 0, but got "
+                                 "weight of size [64, 8, 3, 3] instead"));
   }
   // No kernel of any level uses one for stride 2, float64, or 12 channels a group.
   const Tensor w = randn({64, 8, 3, 3}, {}, &gen);
@@ -398,16 +439,16 @@ TEST_CASE("conv2d_packed gives conv2d's bits with a weight packed once", "[nn][c
   const Tensor x = randn({1, 8, 6, 6}, {}, &gen), packed = conv2d_pack_weight(w);
   CHECK_THROWS_MATCHES(conv2d_packed(x, w, packed.to(kFloat64), Tensor()), ValueError,
                        Message("conv2d_packed: expected packed to be conv2d_pack_weight(weight, stride, groups), a "
-                               "contiguous float32 cpu tensor of shape [1, 72, 64], but got a contiguous float64 "
-                               "tensor of shape [1, 72, 64] on cpu"));
+                               "contiguous float32 cpu tensor of shape [1, 2, 72, 32], but got a contiguous float64 "
+                               "tensor of shape [1, 2, 72, 32] on cpu"));
   CHECK_THROWS_MATCHES(conv2d_packed(x, w, packed.reshape({72, 64}), Tensor()), ValueError,
                        Message("conv2d_packed: expected packed to be conv2d_pack_weight(weight, stride, groups), a "
-                               "contiguous float32 cpu tensor of shape [1, 72, 64], but got a contiguous float32 "
+                               "contiguous float32 cpu tensor of shape [1, 2, 72, 32], but got a contiguous float32 "
                                "tensor of shape [72, 64] on cpu"));
-  CHECK_THROWS_MATCHES(conv2d_packed(x, w, randn({1, 64, 72}, {}, &gen).transpose(1, 2), Tensor()), ValueError,
+  CHECK_THROWS_MATCHES(conv2d_packed(x, w, randn({1, 2, 32, 72}, {}, &gen).transpose(2, 3), Tensor()), ValueError,
                        Message("conv2d_packed: expected packed to be conv2d_pack_weight(weight, stride, groups), a "
-                               "contiguous float32 cpu tensor of shape [1, 72, 64], but got a non-contiguous float32 "
-                               "tensor of shape [1, 72, 64] on cpu"));
+                               "contiguous float32 cpu tensor of shape [1, 2, 72, 32], but got a non-contiguous float32 "
+                               "tensor of shape [1, 2, 72, 32] on cpu"));
 }
 
 TEST_CASE("conv2d_forward refuses relu for other dtypes than float32 and float64", "[nn][conv2d][errors]") {
