@@ -96,15 +96,21 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
     const Tensor& w = in[1];
     const Tensor b = in.size() > 2 ? in[2] : Tensor();
     const Tensor packed = in.size() > 3 ? in[3] : Tensor();  // onnx/prepack.cpp
-    if (x.dim() != 4 || w.dim() != 4) return run_parts(parts, in);
+    // The steps one by one. The Conv node gets the packed weight as well, its
+    // values where the plan keeps no plain copy (w is then a meta tensor).
+    auto apart = [&] {
+      if (!packed.defined()) return run_parts(parts, in);
+      return run_parts(parts, in, 1, parts[0].fn({x, w, b, packed}));
+    };
+    if (x.dim() != 4 || w.dim() != 4) return apart();
     Pair stride{}, pad{}, dilation{};
     if (fixed && w.size(2) == fixed->kernel[0] && w.size(3) == fixed->kernel[1]) {
       stride = fixed->stride, pad = fixed->pad, dilation = fixed->dilation;
     } else {
       const Shape kernel{w.size(2), w.size(3)};
-      if (!attrs.kernel.empty() && attrs.kernel != kernel) return run_parts(parts, in);
+      if (!attrs.kernel.empty() && attrs.kernel != kernel) return apart();
       const Window win = resolve_window(attrs, kernel, x, where);
-      if (!win.symmetric()) return run_parts(parts, in);
+      if (!win.symmetric()) return apart();
       stride = {win.stride[0], win.stride[1]}, pad = {win.pad_begin[0], win.pad_begin[1]};
       dilation = {win.dilation[0], win.dilation[1]};
     }
@@ -119,7 +125,7 @@ OpFn conv_relu(const Step& conv, std::vector<Part> parts, bool pool) {
       return room < 0 ? int64_t(0) : room / stride[i] + 1;
     };
     const int64_t least = pool ? 2 : 1;
-    if (out_size(0) < least || out_size(1) < least) return run_parts(parts, in);
+    if (out_size(0) < least || out_size(1) < least) return apart();
     if (!pool) return std::vector<Tensor>{conv2d_packed(x, w, packed, b, stride, pad, dilation, groups, true)};
     return std::vector<Tensor>{conv2d_relu_pool2x2(x, w, b, stride, pad, dilation, groups)};
   };

@@ -258,6 +258,15 @@ TEST_CASE("onnx fuse: Conv -> Relu (-> MaxPool(2x2)) is one step, equal to the o
   ConvBlock lanes_grouped = lanes;
   lanes_grouped.groups = 2, lanes_grouped.bias = false;
   cases.push_back({"Conv -> Relu, 2 groups of 32 channels, a batch (a packed weight)", lanes_grouped, 2, 9, 7, 1, 1});
+  // The plan keeps only the packed copy (onnx/prepack.cpp): the calls the lane
+  // tiles do not take read it too, and so does the Conv node when the fused step
+  // runs its nodes one by one (SAME_UPPER with an even kernel pads one side only).
+  cases.push_back({"Conv -> Relu, rows too narrow for the lane tiles (a packed weight)", lanes, 2, 5, 3, 1, 1});
+  cases.push_back({"Conv -> Relu, one output row of one image (a packed weight)", lanes, 1, 1, 100, 1, 1});
+  ConvBlock lanes_same = lanes;
+  lanes_same.k = 2, lanes_same.auto_pad = "SAME_UPPER";
+  cases.push_back({"Conv -> Relu, SAME_UPPER with an even kernel (a packed weight, the nodes apart)", lanes_same, 2, 6,
+                   7, 0, 1});
   ember::testing::IsaGuard guard;
   set_num_threads(2);  // one image's 40 channels are shared out on a team
   for (const Case& c : cases) {
@@ -316,6 +325,48 @@ TEST_CASE("onnx prepack: a plan packs constant Conv weights the lane tiles use, 
   CHECK(plan->steps[0].inputs.size() == 4);
   CHECK(plan->steps[1].inputs.size() == 4);
   CHECK(plan->steps[0].inputs[3].index == plan->steps[1].inputs[3].index);
+  // Only the packed copy holds the values: the weight is a meta tensor of its shape.
+  const Tensor& plain = plan->constants[plan->steps[0].inputs[1].index];
+  CHECK(plain.device() == kMeta);
+  CHECK(plain.shape() == Shape{32, 32, 3, 3});
+  CHECK(plan->constants[plan->steps[0].inputs[3].index].device() == kCPU);
+  // A weight some other step reads too (a stride-2 Conv), or a graph output, keeps
+  // its plain copy.
+  for (bool as_output : {false, true}) {
+    auto m2 = new_model("weight_read_elsewhere");
+    auto* g2 = m2.mutable_graph();
+    set_input(g2->add_input(), "x", {int64_t{1}, int64_t{32}, int64_t{8}, int64_t{8}});
+    add_initializer(g2, "w", {32, 32, 3, 3}, wave(32 * 32 * 9, 0.37, 0.2));
+    ints_attr(add_node(g2, "Conv", {"x", "w"}, {"z"}, "c1"), "pads", {1, 1, 1, 1});
+    auto* c2 = add_node(g2, "Conv", {"z", "w"}, {"y"}, "c2");
+    ints_attr(c2, "pads", {1, 1, 1, 1});
+    if (!as_output) ints_attr(c2, "strides", {2, 2});
+    add_output(g2, "y");
+    if (as_output) add_output(g2, "w");
+    const auto kept = ember::onnx::build_plan(bytes_of(m2), kCPU, "", "<memory>", false);
+    INFO("the weight is " << (as_output ? "a graph output" : "read by a stride-2 Conv"));
+    REQUIRE(kept->steps.size() == 2);
+    CHECK(kept->steps[0].inputs.size() == 4);
+    CHECK(kept->constants[kept->steps[0].inputs[1].index].device() == kCPU);
+  }
+}
+
+TEST_CASE("onnx prepack: bad input to a Conv whose plan keeps only the packed weight", "[onnx][fuse]") {
+  // The errors of the ops apart, not a meta tensor's device error: an input smaller
+  // than the kernel (the fused step then runs its nodes one by one), and input
+  // channels that do not match the weight, fused and not.
+  ConvBlock lanes;
+  lanes.c = 16, lanes.c_out = 64, lanes.pool = {}, lanes.pad = 0;
+  for (bool expose : {false, true}) {
+    INFO((expose ? "the nodes apart" : "fused"));
+    const auto model = ember::onnx::load_from_string(conv_block_model(lanes, expose));
+    CHECK_THROWS_MATCHES(model.run({randn({1, 16, 2, 5})}), ShapeError,
+                         Catch::Matchers::Message("ONNX op 'Conv' (node 'conv', opset 13): Calculated padded input size per channel: (2 x 5). Kernel "
+                                 "size: (3 x 3). Kernel size can't be greater than actual input size"));
+    CHECK_THROWS_MATCHES(model.run({randn({1, 8, 6, 6})}), ShapeError,
+                         Catch::Matchers::Message("ONNX op 'Conv' (node 'conv', opset 13): Given groups=1, weight of size [64, 16, 3, 3], expected "
+                                 "input[1, 8, 6, 6] to have 16 channels, but got 8 channels instead"));
+  }
 }
 
 TEST_CASE("onnx fuse: what is not fused stays as it was", "[onnx][fuse]") {
