@@ -1,6 +1,6 @@
 // The reduce suite: reductions of 16M float32 elements in GB/s (bytes read) against
-// the copy bandwidth: a full sum, rows and columns of a 4096x4096 matrix, and the
-// max with indices along rows.
+// the copy bandwidth: a full sum, rows and columns of a 4096x4096 matrix, the max
+// with indices along rows, and the mean of 14x14 planes (a global average pool).
 #include "bench/suite_memory_bound.h"
 #include "ember.h"
 
@@ -21,6 +21,11 @@ void run(const Options& opt, Report& report) {
   // var reads its input once (kernels/cpu/reduce_runs.h), so it is counted as one read.
   report_bandwidth(report, opt, "reduce", "var all 16M f32", bytes, [&] { Tensor s = a.var(); });
   report_bandwidth(report, opt, "reduce", "max dim 1 with indices", bytes, [&] { auto r = m.max(1); });
+  // A global average pool: 196-value rows, each output's own (conv_block.onnx's at
+  // batch 1000).
+  Tensor planes = rand({1000, 64, 14, 14});
+  report_bandwidth(report, opt, "reduce", "mean of 14x14 planes [1000,64,14,14]", 4.0 * double(planes.numel()),
+                   [&] { Tensor s = planes.mean({2, 3}); });
   report_bandwidth(report, opt, "reduce", "argmax all 16M f32", bytes, [&] { Tensor s = a.argmax(); });
   Tensor ah = a.to(kFloat16), mh = m.to(kFloat16);  // half precision: half the bytes
   report_bandwidth(report, opt, "reduce", "sum all 16M f16", bytes / 2, [&] { Tensor s = ah.sum(); });

@@ -57,7 +57,23 @@ double sq_dev_f32(const float* x, int64_t n, float c) {
   return lanes(_mm512_add_ps(a, b));
 }
 
-constexpr MomentsKernels kSet = {"avx512", sum_f32, sq_dev_f32};
+// Four chains of 8 double lanes, each 8 floats widened by one conversion; a masked
+// load for the last 1 to 7 values.
+double sum_f32_wide(const float* x, int64_t n) {
+  __m512d a = _mm512_setzero_pd(), b = a, c = a, d = a;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+    b = _mm512_add_pd(b, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+    c = _mm512_add_pd(c, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 16)));
+    d = _mm512_add_pd(d, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 24)));
+  }
+  for (; i + 8 <= n; i += 8) a = _mm512_add_pd(a, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+  if (i < n) b = _mm512_add_pd(b, _mm512_cvtps_pd(_mm256_maskz_loadu_ps(__mmask8((1u << (n - i)) - 1), x + i)));
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a, b), _mm512_add_pd(c, d)));
+}
+
+constexpr MomentsKernels kSet = {"avx512", sum_f32, sq_dev_f32, sum_f32_wide};
 
 }  // namespace
 }  // namespace ember::cpu::moments_detail

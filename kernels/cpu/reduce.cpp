@@ -30,6 +30,10 @@ namespace {
 
 // Long reductions with few outputs are cut into this many slices.
 constexpr int64_t kSlices = 16;
+// The row schedule hands threads up to this many consecutive outputs at a time.
+constexpr int64_t kRowChunk = 256;
+
+constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 using namespace reduce_detail;
 
@@ -105,7 +109,9 @@ struct Reducer {
     }
   }
 
-  void offsets(int64_t o, int64_t& in_off, int64_t& out_off) const {
+  // Output o's offsets in the input and the output (and its index per kept dim,
+  // when idx is given).
+  void offsets(int64_t o, int64_t& in_off, int64_t& out_off, int64_t* idx = nullptr) const {
     in_off = 0;
     out_off = 0;
     for (int d = g.out_ndim - 1; d >= 0; --d) {
@@ -113,6 +119,7 @@ struct Reducer {
       o /= g.out_sizes[d];
       in_off += i * g.out_strides_in[d];
       out_off += i * g.out_strides_out[d];
+      if (idx) idx[d] = i;
     }
   }
 
@@ -263,6 +270,33 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
   return true;
 }
 
+// The row schedule's loop: body(in_off, out_off) for every output, on the team
+// when the work is worth it. Threads take chunks of consecutive outputs; a chunk's
+// first output's offsets cost a division per kept dim, the rest an odometer step.
+// Each output is computed alone, so the chunks change no bits.
+template <class Body>
+void for_outputs(const ReduceGeometry& g, const Body& body) {
+  const Reducer<char> r{g, nullptr, ReduceOp::sum};  // offsets() only
+  const int64_t work = g.out_numel * std::max<int64_t>(g.red_numel, 1);
+  const int64_t chunk = std::clamp<int64_t>(g.out_numel / (8 * int64_t(get_num_threads())), 1, kRowChunk);
+  parallel_rows(cdiv(g.out_numel, chunk), work >= kParallelGrain, [&](int64_t c) {
+    int64_t in_off, out_off, idx[kMaxDims];
+    const int64_t o0 = c * chunk, o1 = std::min(g.out_numel, o0 + chunk);
+    r.offsets(o0, in_off, out_off, idx);
+    for (int64_t o = o0; o < o1; ++o) {
+      body(in_off, out_off);
+      for (int d = g.out_ndim - 1; d >= 0; --d) {  // the next output's offsets
+        in_off += g.out_strides_in[d];
+        out_off += g.out_strides_out[d];
+        if (++idx[d] < g.out_sizes[d]) break;
+        in_off -= g.out_sizes[d] * g.out_strides_in[d];
+        out_off -= g.out_sizes[d] * g.out_strides_out[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void* out,
@@ -283,10 +317,23 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
       }
       return;
     }
-    const int64_t work = g.out_numel * std::max<int64_t>(g.red_numel, 1);
-    parallel_rows(g.out_numel, work >= kParallelGrain, [&](int64_t o) {
-      int64_t in_off, out_off;
-      r.offsets(o, in_off, out_off);
+    // The sum or mean of float32 rows, one contiguous run each (a global average
+    // pool's 14x14 planes, a sum over the last dim): one sum_contiguous and one
+    // store per output, the bits of the general loop below without its per-output
+    // state (Acc, walk, store's switch), which cost a 196-value row about as much
+    // as its sum.
+    if constexpr (std::is_same_v<T, float>) {
+      if ((op == ReduceOp::sum || op == ReduceOp::mean) && g.red_ndim == 1 && g.red_strides[0] == 1 &&
+          g.red_numel > 0) {
+        const int64_t n = g.red_numel;
+        float* y = static_cast<float*>(out);
+        return for_outputs(g, [&](int64_t in_off, int64_t out_off) {
+          const double s = sum_contiguous(src + in_off, n);
+          y[out_off] = static_cast<float>(op == ReduceOp::mean ? s / static_cast<double>(n) : s);
+        });
+      }
+    }
+    for_outputs(g, [&](int64_t in_off, int64_t out_off) {
       store<T>(r.reduce_one(at(in_off), false), op, g.red_numel, correction, out, indices, out_off);
     });
   });

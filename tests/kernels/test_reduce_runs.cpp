@@ -209,23 +209,27 @@ TEST_CASE("run_moments: var's count, mean and M2 in one pass match float64", "[k
 }
 
 TEST_CASE("sum_contiguous: float rows of every length match a float64 sum", "[kernels][reduce]") {
-  // Rows under 2048 values are summed in double lanes (all but exact); longer ones
-  // in 2048-value float blocks, each added in double.
+  // Rows under 2048 values are summed in double lanes (all but exact: the
+  // baseline's, or AVX-512's sum_f32_wide), at every level; longer ones in
+  // 2048-value float blocks, each added in double.
+  ember::testing::IsaGuard guard;
   std::mt19937 g(17);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int64_t n : kSizes) {
-    for (int64_t tail : {0, 3, 196}) {
-      const int64_t len = n + tail;
-      std::vector<float> p(static_cast<size_t>(len));
-      double want = 0, magnitude = 0;
-      for (float& v : p) {
-        v = u(g);
-        want += v;
-        magnitude += std::fabs(v);
+  for (const char* level : {"generic", "avx2", "avx512"}) {
+    if (!ember::cpu::set_isa(level)) continue;
+    for (int64_t n : kSizes)
+      for (int64_t tail : {0, 3, 196}) {
+        const int64_t len = n + tail;
+        std::vector<float> p(static_cast<size_t>(len));
+        double want = 0, magnitude = 0;
+        for (float& v : p) {
+          v = u(g);
+          want += v;
+          magnitude += std::fabs(v);
+        }
+        INFO(level << ": n " << len);
+        const double got = sum_contiguous(p.data(), len);
+        CHECK(std::fabs(got - want) <= (len < 2048 ? 1e-13 : 1e-6) * magnitude);
       }
-      INFO("n " << len);
-      const double got = sum_contiguous(p.data(), len);
-      CHECK(std::fabs(got - want) <= (len < 2048 ? 1e-13 : 1e-6) * magnitude);
-    }
   }
 }
