@@ -1,6 +1,7 @@
 // Packing constant convolution weights once, at load. The stride-1 float32 Conv
-// kernels with output channels in the vector lanes read the weight as [groups][taps]
-// [channels] (kernels/cpu/conv2d_lanes_impl.h), not as ONNX stores it; packed per
+// kernels with output channels in the vector lanes read the weight as [groups]
+// [channel blocks][taps][channels] (kernels/cpu/conv2d_lanes_impl.h), not as ONNX
+// stores it; packed per
 // call, that pass only pays for itself from about six 14x14 images
 // (kernels/cpu/conv2d.cpp), so batch 1 ran on other kernels. A model's weights
 // never change, so the plan packs each one here and hands it to the step as an

@@ -86,9 +86,11 @@ Tensor conv2d_packed(const Tensor& x, const Tensor& weight, const Tensor& packed
   const auto s = conv2d_shape(x.shape(), weight.shape(), stride, padding, dilation, groups);
   Tensor y = empty({s.n, s.c_out, s.h_out, s.w_out}, {dt, kCPU});
   if (y.numel() > 0) {
-    // Given the packed weight, the kernels read it alone (kernels/cpu/conv2d.h).
-    const void* pw = packed.defined() && dt == kFloat32 ? packed.data_ptr() : nullptr;
-    const Tensor xc = x.contiguous(), wc = pw ? Tensor() : weight.contiguous();
+    // Given the packed weight, the kernels read it alone (kernels/cpu/conv2d.h); an
+    // empty one (no input channels) has no data, and the kernels then read neither.
+    const bool use_packed = packed.defined() && dt == kFloat32;
+    const void* pw = use_packed ? packed.data_ptr() : nullptr;
+    const Tensor xc = x.contiguous(), wc = use_packed ? Tensor() : weight.contiguous();
     const Tensor bc = bias.defined() ? bias.contiguous() : bias;
     cpu::conv2d_forward(dt, s, xc.data_ptr(), wc.defined() ? wc.data_ptr() : nullptr,
                         bc.defined() ? bc.data_ptr() : nullptr, y.data_ptr(), relu, pw);

@@ -55,7 +55,8 @@ Tensor conv2d_pack_weight(const Tensor& weight, Pair stride = {1, 1}, int64_t gr
 // conv2d_pack_weight(weight, stride, groups) too (or an undefined tensor): the same
 // values, without laying the weight out on each call, so that small batches take
 // those kernels as well. Inference only, as conv2d_relu: with autograd, autocast,
-// other devices or dtypes it is the ops apart (packed unused). A packed tensor of
+// other devices or dtypes it is the ops apart (packed unused, unless the weight is
+// a meta tensor: below). A packed tensor of
 // another dtype, device or shape is a ValueError; one of other values than the
 // weight's gives wrong results. Given packed, the weight may be a float32 tensor on
 // the meta device (its shape only), so that a caller can keep the packed copy

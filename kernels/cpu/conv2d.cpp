@@ -178,10 +178,11 @@ using ItemFn = void (*)(const void* ctx, int64_t item, int tid);
 // One image on several threads: whole images cannot be shared out, so the threads
 // split its output channels (one group only), each running the single-threaded
 // kernel on its share as a convolution of its own: its rows of the weight, its
-// planes of y. Shares are multiples of 4 channels (of a packed weight's blocks,
-// w_block) and at least kShareChannels, so the kernels' 12-row tiles stay mostly
-// full. Batch 1 of a 64-channel 3x3 layer at 14x14 ran on one thread of two before
-// (160 us for two such layers).
+// planes of y. Shares are multiples of 4 channels and at least kShareChannels, so
+// the kernels' 12-row tiles stay mostly full. Batch 1 of a 64-channel 3x3 layer at
+// 14x14 ran on one thread of two before (160 us for two such layers). With a
+// packed weight (w_block) a share may start inside a block: its w is that block's
+// start and Args::w_lead its first channel's place there.
 constexpr int64_t kShareChannels = 16;
 template <class T>
 bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Kernels<T>& k, const T* x, const T* w,
@@ -190,9 +191,7 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
   // columns once per share, and its cpu::gemm already uses the team for one image.
   if (s.n != 1 || s.groups != 1 || !is_direct(s) || omp_in_parallel()) return false;
   const double macs = double(s.c_out) * double(d.K) * double(d.P);
-  const int64_t q = std::max<int64_t>(w_block, 4);  // no share empty: parts <= c_out / q
-  const int parts =
-      int(std::min<int64_t>({get_num_threads(), s.c_out / std::max(kShareChannels, q), TeamRates::kMax}));
+  const int parts = int(std::min<int64_t>({get_num_threads(), s.c_out / kShareChannels, TeamRates::kMax}));
   if (parts < 2 || macs < kParallelMacs * parts) return false;
   struct Share {
     Conv2dShape s;
@@ -202,8 +201,8 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
   int64_t slice = 0;
   for (int i = 0; i < parts; ++i) {
     Share& sh = shares[size_t(i)];
-    sh.c0 = s.c_out * i / parts / q * q;
-    const int64_t c1 = i + 1 == parts ? s.c_out : s.c_out * (i + 1) / parts / q * q;
+    sh.c0 = s.c_out * i / parts / 4 * 4;
+    const int64_t c1 = i + 1 == parts ? s.c_out : s.c_out * (i + 1) / parts / 4 * 4;
     sh.s = s;
     sh.s.c_out = c1 - sh.c0;
   }
@@ -234,11 +233,13 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
   run_items(parts, parts, [](const void* c, int64_t i, int) {
     const Ctx& t = *static_cast<const Ctx*>(c);
     const Share& sh = (*t.shares)[size_t(i)];
-    // The share's first channel starts c0 * K values on in either layout (a packed
-    // weight's shares are whole blocks).
-    Args<T> a{&sh.s, &(*t.dims)[size_t(i)], &(*t.grids)[size_t(i)], t.x, t.w + sh.c0 * t.K,
+    // The share's weight: from its first row of the plain layout, or from the
+    // start of the packed block that holds its first channel.
+    const int64_t lead = t.w_block ? sh.c0 % t.w_block : 0;
+    Args<T> a{&sh.s, &(*t.dims)[size_t(i)], &(*t.grids)[size_t(i)], t.x, t.w + (sh.c0 - lead) * t.K,
               t.bias ? t.bias + sh.c0 : nullptr, nullptr, t.y + sh.c0 * t.P};
     a.w_block = t.w_block;
+    a.w_lead = lead;
     t.k->forward(a, 0, 1, t.ws + i * t.slice);
     if (t.relu) relu_in_place(t.y + sh.c0 * t.P, sh.s.c_out * t.P);
   }, &ctx);
@@ -253,6 +254,17 @@ bool forward_channel_shares(const Conv2dShape& s, const Conv2dDims& d, const Ker
 // even at 3 to 5 and won from 6 (596-624 against 622-714) on: batches of at least
 // this many output positions take them.
 constexpr int64_t kLanePositions = 1024;
+
+// The inverse of pack_lane_weights (conv2d_lanes_impl.h): the packed
+// wl[g][co / bw][k][co % bw] back to w[g * cog + co][k], for the GEMM path given
+// only the packed weight.
+template <class T>
+void unpack_lane_weights(const Conv2dDims& d, const T* wl, T* w) {
+  const int64_t bw = pack_block(d.cog);
+  for (int64_t c0 = 0; c0 < d.G * d.cog; c0 += bw)
+    for (int64_t c = 0; c < bw; ++c)
+      for (int64_t k = 0; k < d.K; ++k) w[(c0 + c) * d.K + k] = wl[c0 * d.K + k * bw + c];
+}
 
 // How many threads share one image's output rows on the lane tiles: up to one per
 // row and one per kParallelMacs multiply-adds; below 2 the image is not shared
@@ -289,16 +301,26 @@ void forward_lane_rows(const Args<T>& a, const Kernels<T>& k, int parts) {
 
 // With relu, each image's output goes through ReLU on the thread that made it, while
 // it is still in that core's cache: one pass fewer over memory than the ops apart.
-// packed (nullable): the weight as conv2d_pack_weight lays it out; given it, every
-// path reads it (the grid tiles and the GEMM through Args::w_block) and w is never
-// read.
+// packed (nullable): the weight as conv2d_pack_weight lays it out; given it, w is
+// never read. The stride-1 kernels read packed (the grid tiles through strides,
+// Args::w_block); the GEMM of other strides gets it laid back out once per call
+// (its few-row products, a group of 8 channels or fewer, sum in an order that
+// depends on the weight's strides). No ONNX plan makes such a call: it packs
+// stride-1 weights only.
 template <class T>
 void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y, bool relu, const T* packed) {
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || d.P <= 0) return;
+  const bool direct = is_direct(s);
+  if (packed && !direct) {
+    thread_local Scratch plain;
+    T* wp = static_cast<T*>(plain.get(sizeof(T) * size_t(s.c_out * d.K)));
+    unpack_lane_weights(d, packed, wp);
+    w = wp;
+    packed = nullptr;
+  }
   const int64_t w_block = packed ? pack_block(d.cog) : 0;
   if (packed) w = packed;
-  const bool direct = is_direct(s);
   const Kernels<T>& k = kernels_for<T>(s);
   const bool lanes = direct && k.lane_fits && k.lane_fits(s, d) && (packed || s.n * d.P >= kLanePositions);
   // One image on a team: its rows on the lane tiles given a packed weight, else its

@@ -15,10 +15,6 @@ template <class T>
 void gemm_forward(const Args<T>& a, int64_t lo, int64_t hi, T* col) {
   const Conv2dShape& s = *a.s;
   const Conv2dDims& d = *a.d;
-  // W_g is [cog][K], or packed (Args::w_block) blocks of [K][bw]: cpu::gemm packs
-  // its panels from either through the strides, and sums the same way.
-  const int64_t bw = a.w_block ? a.w_block : d.cog;
-  const int64_t w_rs = a.w_block ? 1 : d.K, w_cs = a.w_block ? a.w_block : 1;
   for (int64_t i = lo; i < hi; ++i) {
     T* yi = a.out + i * d.y_img;
     im2col(s, a.x + i * d.x_img, col);
@@ -26,9 +22,8 @@ void gemm_forward(const Args<T>& a, int64_t lo, int64_t hi, T* col) {
       for (int64_t co = 0; co < s.c_out; ++co)
         std::fill(yi + co * d.P, yi + (co + 1) * d.P, a.bias[co]);
     for (int64_t g = 0; g < d.G; ++g)
-      for (int64_t c0 = g * d.cog; c0 < (g + 1) * d.cog; c0 += bw)
-        gemm(bw, d.P, d.K, T(1), a.w + c0 * d.K, w_rs, w_cs, col + g * d.K * d.P, d.P, 1, a.bias ? T(1) : T(0),
-             yi + c0 * d.P, d.P, 1);
+      gemm(d.cog, d.P, d.K, T(1), a.w + g * d.cog * d.K, d.K, 1, col + g * d.K * d.P, d.P, 1,
+           a.bias ? T(1) : T(0), yi + g * d.cog * d.P, d.P, 1);
   }
 }
 

@@ -74,13 +74,13 @@ struct Args {
   // kernels spread it back (ReLU's mask, each window's position) as they read it,
   // so the convolution's full-size output gradient is never stored.
   const uint8_t* gy_window = nullptr;
-  // Forward only: 0 when w is laid out [G][cog][K] (ONNX's and PyTorch's layout),
-  // else w is packed (pack_lane_weights) and this is its block width, pack_block
-  // of the layer's cog. The grid tiles and the GEMM read single weights through
-  // strides, so either layout serves them, and a caller that keeps the packed copy
-  // alone needs no unpacking. A channel share's w starts at its first channel, a
-  // block's start in the packed layout.
-  int64_t w_block = 0;
+  // Forward of the direct kernels only: 0 when w is laid out [G][cog][K] (ONNX's
+  // and PyTorch's layout), else w is packed (pack_lane_weights) and this is its
+  // block width, pack_block of the whole layer's cog. The grid tiles broadcast
+  // single weights, so they read either layout through strides, and a caller that
+  // keeps the packed copy alone needs no unpacking. A channel share's w starts at
+  // the packed block that holds its first channel, w_lead channels before it.
+  int64_t w_block = 0, w_lead = 0;
   // Forward of the direct kernels only, not with relu_pool: the weight packed
   // (pack_lane_weights, in blocks of pack_block(cog) channels), which selects the
   // channel-lane tiles (conv2d_lanes_impl.h). Set only where Kernels::lane_fits

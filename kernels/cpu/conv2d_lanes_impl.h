@@ -5,7 +5,8 @@
 // read x in place, so they compute the grid's padding columns too: a 3x3 layer at
 // 14x14 fills 16-wide rows, 224 positions for 196. With channels in the lanes a tile
 // is a run of one output row's positions, each broadcast from x, times NV vectors of
-// output channels loaded from the weight packed [g][K][cog] (pack_lane_weights): no
+// output channels loaded from the packed weight (pack_lane_weights: blocks of 32
+// channels, [g][cog / 32][K][32], narrower where 32 does not divide cog): no
 // position is computed that is not an output. It needs the packed weight (the
 // caller's, packed once, or one pass per call, which conv2d.cpp makes only for
 // batches large enough to pay for it) and cog a multiple of NV vectors, and its

@@ -403,8 +403,8 @@ TEST_CASE("conv2d lane tiles: every run length, -0 through ReLU, no bias", "[ker
 
 TEST_CASE("conv2d with a weight packed once: the lane tiles at any batch, one image's rows shared",
           "[kernels][conv2d]") {
-  // conv2d_pack_weight lays W[g][co][k] out as [g][k][co]: checked against that
-  // index map. Given the packed weight, batches of every size take the lane tiles
+  // conv2d_pack_weight lays W[g][co][k] out in blocks of bw channels,
+  // [g][co / bw][k][co % bw]: checked against that index map. Given the packed weight, batches of every size take the lane tiles
   // (batch 1 with its output rows shared by the team: 5 rows on 4 threads split 1,
   // 1, 1, 2), and give the bits of the grid tiles run one image at a time without it.
   const int threads_before = ember::get_num_threads();
@@ -476,23 +476,27 @@ TEST_CASE("conv2d given only a packed weight: the grid tiles, row pairs, channel
   // A caller may keep the packed copy alone (an ONNX plan, onnx/prepack.cpp), so
   // the calls the lane tiles do not take read the packed layout through strides:
   // rows narrower than a lane run (4 wide: the grid tiles on AVX-512, the lane
-  // tiles elsewhere), channels not in whole lane tiles (12 and 40: the grid tiles,
-  // in row pairs where w_out is half a vector: 8 on AVX-512, 4 on AVX2), one image
-  // of 4x4 or of a single output row shared out by channels, stride 2 and groups on
-  // the GEMM path. Each against the plain weight's bits, batch and one image at a
-  // time; the plain weight is null, so a read of it would crash. The packed blocks
-  // are 32, 12, 16, 20 (40 channels in 2 groups) and 16 channels wide.
+  // tiles elsewhere), channels not in whole lane tiles (12, 20 and 24: the grid
+  // tiles, in row pairs where w_out is half a vector: 8 on AVX-512, 4 on AVX2), one
+  // image of 4x4 or of a single output row shared out by channels (on 4 threads the
+  // shares of 64 channels start at 16 and 48, inside blocks of 32), and the GEMM of
+  // stride 2, which lays the weight back out (8 and 4 channels a block there: its
+  // few-row products sum in an order that depends on the weight's strides). Each
+  // against the plain weight's bits, batch and one image at a time; the plain
+  // weight is null, so a read of it would crash.
   CHECK(ember::cpu::conv2d_pack_block(shape(1, 1, 3, 3, 64, 1, 1)) == 32);
   CHECK(ember::cpu::conv2d_pack_block(shape(1, 1, 3, 3, 12, 1, 1)) == 12);
   CHECK(ember::cpu::conv2d_pack_block(shape(1, 1, 3, 3, 48, 1, 1)) == 16);
   CHECK(ember::cpu::conv2d_pack_block(shape(1, 2, 3, 3, 40, 1, 1, 1, 1, 0, 0, 1, 1, 2)) == 20);
   CHECK(ember::cpu::conv2d_pack_block(shape(1, 2, 3, 3, 16, 1, 1, 1, 1, 0, 0, 1, 1, 2)) == 8);
+  CHECK(ember::cpu::conv2d_pack_block(shape(1, 1, 3, 3, 24, 1, 1)) == 8);
   const int threads_before = ember::get_num_threads();
   for (const Conv2dShape& s :
        {shape(3, 16, 4, 4, 64, 3, 3, 1, 1, 1, 1), shape(3, 4, 10, 10, 12, 3, 3), shape(3, 4, 6, 6, 12, 3, 3),
-        shape(2, 8, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 2), shape(1, 64, 4, 4, 48, 3, 3, 1, 1, 1, 1),
-        shape(1, 64, 3, 20, 48, 3, 3), shape(2, 8, 9, 9, 64, 3, 3, 2, 2, 1, 1),
-        shape(2, 8, 11, 10, 64, 3, 3, 2, 1, 1, 0, 1, 2, 2)}) {
+        shape(2, 8, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 2), shape(2, 8, 6, 6, 24, 3, 3, 1, 1, 1, 1),
+        shape(1, 64, 4, 4, 48, 3, 3, 1, 1, 1, 1), shape(1, 64, 3, 20, 48, 3, 3), shape(1, 96, 4, 4, 64, 3, 3, 1, 1, 1, 1),
+        shape(1, 96, 3, 20, 64, 3, 3), shape(2, 8, 9, 9, 64, 3, 3, 2, 2, 1, 1), shape(2, 8, 9, 9, 24, 3, 3, 2, 2, 1, 1),
+        shape(2, 8, 11, 10, 64, 3, 3, 2, 1, 1, 0, 1, 2, 2), shape(2, 8, 9, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1, 2)}) {
     std::mt19937 g(23);
     const Sizes z = sizes(s);
     const auto x = as<float>(random_values(z.x, g));
@@ -501,7 +505,7 @@ TEST_CASE("conv2d given only a packed weight: the grid tiles, row pairs, channel
     ember::cpu::conv2d_pack_weight(DType::Float32, s, w.data(), packed.data());
     for_each_isa([&] {
       const std::string isa = ember::cpu::isa_name(ember::cpu::active_isa());
-      for (int threads : {1, 2})
+      for (int threads : {1, 2, 4})
         for (bool relu : {false, true}) {
           INFO(isa << ": batch " << s.n << ", " << s.h << "x" << s.w << ", channels " << s.c_out << ", stride "
                    << s.stride_h << "x" << s.stride_w << ", groups " << s.groups << ", threads " << threads

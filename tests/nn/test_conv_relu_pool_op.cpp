@@ -422,6 +422,11 @@ TEST_CASE("conv2d_packed gives conv2d's bits with a weight packed once", "[nn][c
     CHECK_THROWS_MATCHES(conv2d_packed(x, empty(w.shape(), {kFloat32, kMeta}), packed, Tensor(), {1, 1}, {0, 0},
                                        {1, 1}, 0),
                          ValueError, Message("non-positive groups is not supported"));
+    // No input channels: an empty packed weight, the bias alone, as with the plain one.
+    const Tensor x0 = empty({1, 0, 5, 5}), b0 = randn({8}, {}, &gen);
+    const Tensor w0 = empty({8, 0, 3, 3}), p0 = empty({1, 1, 0, 8});
+    CHECK(same_bits(conv2d_packed(x0, empty({8, 0, 3, 3}, {kFloat32, kMeta}), p0, b0),
+                    conv2d(x0, w0, b0, {1, 1}, {0, 0}, {1, 1}, 1)));
     CHECK_THROWS_MATCHES(conv2d_packed(x, empty(w.shape(), {kFloat32, kMeta}), packed, Tensor(), {1, 1}, {0, 0},
                                        {1, 1}, 3),
                          ShapeError,
