@@ -1,13 +1,13 @@
 // Packing constant convolution weights once, at load. The stride-1 float32 Conv
 // kernels with output channels in the vector lanes read the weight as [groups]
 // [channel blocks][taps][channels] (kernels/cpu/conv2d_lanes_impl.h), not as ONNX
-// stores it; packed per
-// call, that pass only pays for itself from about six 14x14 images
-// (kernels/cpu/conv2d.cpp), so batch 1 ran on other kernels. A model's weights
-// never change, so the plan packs each one here and hands it to the step as an
-// extra input; the step's function passes it to conv2d_packed. Every kernel path
-// reads the packed copy (the others through strides), so a weight no other step
-// reads, and no graph output, is then replaced by a meta tensor of its shape: the
+// stores it; packed per call, that pass only pays for itself from about six 14x14
+// images (kernels/cpu/conv2d.cpp), so batch 1 ran on other kernels. A model's
+// weights never change, so the plan packs each one here and hands it to the step
+// as an extra input; the step's function passes it to conv2d_packed. Every
+// stride-1 kernel path reads the packed copy (the grid tiles through strides), so
+// a weight no other step reads, and no graph output, is then replaced by a meta
+// tensor of its shape: the
 // plan holds one copy, as ONNX Runtime frees an initializer it has pre-packed.
 // (conv2d_packed lays it back out for the rare calls that run the ops apart:
 // autograd, autocast.)

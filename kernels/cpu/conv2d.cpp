@@ -301,24 +301,24 @@ void forward_lane_rows(const Args<T>& a, const Kernels<T>& k, int parts) {
 
 // With relu, each image's output goes through ReLU on the thread that made it, while
 // it is still in that core's cache: one pass fewer over memory than the ops apart.
-// packed (nullable): the weight as conv2d_pack_weight lays it out; given it, w is
-// never read. The stride-1 kernels read packed (the grid tiles through strides,
-// Args::w_block); the GEMM of other strides gets it laid back out once per call
-// (its few-row products, a group of 8 channels or fewer, sum in an order that
-// depends on the weight's strides). No ONNX plan makes such a call: it packs
-// stride-1 weights only.
+// packed (nullable): the weight as conv2d_pack_weight lays it out; given it, the
+// stride-1 kernels read it and not w (the grid tiles through strides,
+// Args::w_block). The GEMM of other strides reads w, or packed laid back out once
+// per call where w is null (its few-row products, a group of 8 channels or fewer,
+// sum in an order that depends on the weight's strides). No ONNX plan makes such a
+// call: it packs stride-1 weights only.
 template <class T>
 void forward_impl(const Conv2dShape& s, const T* x, const T* w, const T* bias, T* y, bool relu, const T* packed) {
   const Conv2dDims d(s);
   if (s.n <= 0 || s.c_out <= 0 || d.P <= 0) return;
   const bool direct = is_direct(s);
-  if (packed && !direct) {
+  if (packed && !direct && !w) {
     thread_local Scratch plain;
     T* wp = static_cast<T*>(plain.get(sizeof(T) * size_t(s.c_out * d.K)));
     unpack_lane_weights(d, packed, wp);
     w = wp;
-    packed = nullptr;
   }
+  if (!direct) packed = nullptr;
   const int64_t w_block = packed ? pack_block(d.cog) : 0;
   if (packed) w = packed;
   const Kernels<T>& k = kernels_for<T>(s);

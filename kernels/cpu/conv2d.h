@@ -25,10 +25,10 @@ using ember::conv2d_set_output_size;
 // only, applied to each image's output as it is made (ValueError for other dtypes).
 // packed (nullable, float32 only, else ValueError): the same weight as
 // conv2d_pack_weight lays it out, which spares the channel-lane tiles packing it on
-// every call. Given it, weight is not read: it may be null, so that a caller can
-// keep the packed copy alone (the stride-1 kernels read packed through strides;
-// other strides lay it back out once per call). The results are the same bits
-// either way.
+// every call. Given it, weight may be null, so that a caller can keep the packed
+// copy alone: the stride-1 kernels read packed (through strides where they need
+// the plain layout), other strides read weight, or packed laid back out once per
+// call where weight is null. The results are the same bits either way.
 void conv2d_forward(DType dt, const Conv2dShape& s, const void* x, const void* weight,
                     const void* bias, void* y, bool relu = false, const void* packed = nullptr);
 

@@ -156,13 +156,15 @@ template <class T, int ROWS, bool BOFF, bool COFF, bool PAIRS = false>
     for (int j = 0; j < NV; ++j) acc[i][j] = v;
   }
   // a in rows of a packed weight block (a_rs 1, a_cs the block's width): the rows
-  // kPrefetchAhead taps on, both of their cache lines, fetched ahead (a prefetch
-  // past the block's end never faults).
+  // kPrefetchAhead taps on, both of their cache lines, fetched ahead.
   const bool prefetch_a = a_rs == 1 && a_cs > 1;
   for (int64_t d = 0; d < depth; ++d) {
-    if (prefetch_a) {
-      __builtin_prefetch(a + (d + kPrefetchAhead) * a_cs);
-      __builtin_prefetch(a + (d + kPrefetchAhead) * a_cs + 64 / sizeof(T));
+    if (prefetch_a && d + kPrefetchAhead < depth) {
+      // The row's second line as an address only (it may lie past the buffer,
+      // which a prefetch never faults on).
+      const uintptr_t row = reinterpret_cast<uintptr_t>(a + (d + kPrefetchAhead) * a_cs);
+      __builtin_prefetch(reinterpret_cast<const void*>(row));
+      __builtin_prefetch(reinterpret_cast<const void*>(row + 64));
     }
     const T* bd = b + (BOFF ? boff[d] : d * b_rs);
     V bv[NV];

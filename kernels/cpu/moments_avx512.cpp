@@ -1,6 +1,7 @@
 // var's float32 block moments (moments.h) with AVX-512: two 16-lane accumulators
 // per look (two chains hide the add latency; four measured slower, their prefetches
-// and loads crowding the loop), a masked last vector instead of a scalar tail.
+// and loads crowding the loop), a masked last vector instead of a scalar tail. And
+// sum's short rows in double lanes (sum_f32_wide).
 #include <cstdint>
 
 #if defined(__x86_64__)

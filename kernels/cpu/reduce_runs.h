@@ -70,7 +70,8 @@ sum_acc_t<T> sum_contiguous(const T* p, int64_t n) {
     // thread, 3.4 -> 1.55 us), else 16 of the baseline's, so that the adds do not
     // each wait on the one before (one chain took about 0.1 us per 196 values).
     if (i < n)
-      if (const moments_detail::MomentsKernels* k = moments_kernels()) return total + k->sum_f32_wide(p + i, n - i);
+      if (const moments_detail::MomentsKernels* k = moments_kernels(); k && k->sum_f32_wide)
+        return total + k->sum_f32_wide(p + i, n - i);
     double lane[16] = {};
     for (; i + 16 <= n; i += 16)
       for (int l = 0; l < 16; ++l) lane[l] += p[i + l];
