@@ -7,10 +7,9 @@
 // as an extra input; the step's function passes it to conv2d_packed. Every
 // stride-1 kernel path reads the packed copy (the grid tiles through strides), so
 // a weight no other step reads, and no graph output, is then replaced by a meta
-// tensor of its shape: the
-// plan holds one copy, as ONNX Runtime frees an initializer it has pre-packed.
-// (conv2d_packed lays it back out for the rare calls that run the ops apart:
-// autograd, autocast.)
+// tensor of its shape: the plan holds one copy, as ONNX Runtime frees an
+// initializer it has pre-packed. (conv2d_packed lays it back out for the rare calls
+// that run the ops apart: autograd, autocast.)
 #include "onnx/prepack.h"
 
 #include <map>

@@ -60,8 +60,8 @@ Tensor conv2d_pack_weight(const Tensor& weight, Pair stride = {1, 1}, int64_t gr
 // another dtype, device or shape is a ValueError; one of other values than the
 // weight's gives wrong results. Given packed, the weight may be a float32 tensor on
 // the meta device (its shape only), so that a caller can keep the packed copy
-// alone: the kernels read packed in every case, and the ops apart get the weight
-// laid back out from it.
+// alone: the stride-1 kernels read packed, other strides and the ops apart get
+// the weight laid back out from it.
 Tensor conv2d_packed(const Tensor& x, const Tensor& weight, const Tensor& packed, const Tensor& bias,
                      Pair stride = {1, 1}, Pair padding = {0, 0}, Pair dilation = {1, 1}, int64_t groups = 1,
                      bool relu = false);
