@@ -205,37 +205,49 @@ double measure_fma(int threads, bool f64, FmaLoop loop = nullptr) {
   return best * 1e-9;
 }
 
-double measure_copy(int threads) {
-  const size_t bytes = size_t(64) << 20;
-  const size_t n = bytes / sizeof(float);
-  std::unique_ptr<float[]> src(new float[n]), dst(new float[n]);
-  // Threads copy fixed slices; touching each slice first from the thread that
-  // copies it places its pages near that thread on NUMA machines.
-  auto slice = [n](int t, int nt, size_t* lo, size_t* hi) {
-    *lo = n * size_t(t) / size_t(nt);
-    *hi = n * size_t(t + 1) / size_t(nt);
-  };
-#pragma omp parallel num_threads(threads)
-  {
-    size_t lo, hi;
-    slice(omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-    for (size_t i = lo; i < hi; ++i) src[i] = float(i & 1023);
-    std::memset(dst.get() + lo, 0, (hi - lo) * sizeof(float));
-  }
-  double best = 0;
-  for (int r = 0; r < 8; ++r) {
-    const double t0 = now_s();
+// Two 64 MiB buffers per thread count, each slice first touched by the thread that
+// copies it (which places its pages near that thread on NUMA machines), kept for
+// the run so that the memory-bound suites can time copies between their cases.
+struct CopyBuffers {
+  size_t n = 0;
+  std::unique_ptr<float[]> src, dst;
+};
+
+void slice(size_t n, int t, int nt, size_t* lo, size_t* hi) {
+  *lo = n * size_t(t) / size_t(nt);
+  *hi = n * size_t(t + 1) / size_t(nt);
+}
+
+CopyBuffers& copy_buffers(int threads) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<CopyBuffers>> all;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<CopyBuffers>& b = all[threads];
+  if (!b) {
+    b = std::make_unique<CopyBuffers>();
+    b->n = (size_t(64) << 20) / sizeof(float);
+    b->src.reset(new float[b->n]);
+    b->dst.reset(new float[b->n]);
+    CopyBuffers& c = *b;
 #pragma omp parallel num_threads(threads)
     {
       size_t lo, hi;
-      slice(omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-      std::memcpy(dst.get() + lo, src.get() + lo, (hi - lo) * sizeof(float));
+      slice(c.n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+      for (size_t i = lo; i < hi; ++i) c.src[i] = float(i & 1023);
+      std::memset(c.dst.get() + lo, 0, (hi - lo) * sizeof(float));
     }
-    const double secs = now_s() - t0;
-    if (secs > 0 && 2.0 * double(bytes) / secs > best) best = 2.0 * double(bytes) / secs;
   }
-  volatile float keep = dst[n / 2];
-  (void)keep;
+  return *b;
+}
+
+double measure_copy(int threads) {
+  double best = 0;
+  for (int r = 0; r < 8; ++r) {
+    const double t0 = now_s();
+    const double bytes = copy_once(threads);
+    const double secs = now_s() - t0;
+    if (secs > 0 && bytes / secs > best) best = bytes / secs;
+  }
   return best * 1e-9;
 }
 
@@ -275,6 +287,18 @@ double measured_copy_bandwidth_gbs(int threads) {
   static std::map<int, double> cache;
   return cached<int>(cache, threads < 1 ? 1 : threads,
                      [](const int& t) { return measure_copy(t); });
+}
+
+double copy_once(int threads) {
+  if (threads < 1) threads = 1;
+  CopyBuffers& c = copy_buffers(threads);
+#pragma omp parallel num_threads(threads)
+  {
+    size_t lo, hi;
+    slice(c.n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    std::memcpy(c.dst.get() + lo, c.src.get() + lo, (hi - lo) * sizeof(float));
+  }
+  return 2.0 * double(c.n * sizeof(float));
 }
 
 const char* fma_peak_isa() { return isa().name; }

@@ -19,6 +19,12 @@ double measured_bf16_peak_gflops(int threads);
 // copied by `threads` OpenMP threads, best of several runs.
 double measured_copy_bandwidth_gbs(int threads);
 
+// One copy of the copy floor's 64 MiB on `threads` threads; returns the bytes it
+// moved (read plus written). The memory-bound suites time it in rounds alternating
+// with each case, so that a case and its floor see the same minutes of a machine
+// shared with other tenants.
+double copy_once(int threads);
+
 // Which vector width the FMA loop used: "avx512", "avx2" or "generic".
 const char* fma_peak_isa();
 
