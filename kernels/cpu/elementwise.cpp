@@ -112,9 +112,11 @@ void unary_strided_run(char* out, int64_t so, const char* in, int64_t si, int64_
   }
 }
 
-// `vec` is the op's float32 kernel (vmath.h) for the kVmathOp ops, else nullptr.
+// `vec` is the op's float32 kernel (vmath.h) for the kVmathOp ops, else nullptr;
+// `bits` its one-pass kernel for contiguous half runs where the table has one.
 template <class T, class F>
-void unary_loop(const StridedLoop& L, F f, vmath_detail::UnaryF32 vec = nullptr) {
+void unary_loop(const StridedLoop& L, F f, vmath_detail::UnaryF32 vec = nullptr,
+                vmath_detail::UnaryHalfBits bits = nullptr) {
   using A = acc_t<T>;
   strided_for<2>(L, [&](char* const* p, const int64_t* s, int64_t n) {
     T* out = reinterpret_cast<T*>(p[0]);
@@ -122,8 +124,12 @@ void unary_loop(const StridedLoop& L, F f, vmath_detail::UnaryF32 vec = nullptr)
     const bool contiguous = s[0] == sizeof(T) && s[1] == sizeof(T);
     if constexpr (kVmathOp<F> && (is_half_v<T> || std::is_same_v<T, float>)) {
       if (!contiguous) return unary_strided_run<T>(p[0], s[0], p[1], s[1], n, vec);
-      if constexpr (is_half_v<T>) return unary_half_run(out, in, n, vec);
-      else return vec(in, out, n);
+      if constexpr (is_half_v<T>) {
+        if (bits) return bits(reinterpret_cast<const uint16_t*>(in), reinterpret_cast<uint16_t*>(out), n);
+        return unary_half_run(out, in, n, vec);
+      } else {
+        return vec(in, out, n);
+      }
     } else {
       if constexpr (is_half_v<T>) {
         if (contiguous) {
@@ -381,11 +387,13 @@ void unary(UnaryOp op, DType dt, const StridedLoop& loop) {
       throw DTypeError(std::string("cpu::unary: ") + name_of(op) + " is not implemented for dtype bool");
     } else {
       const vmath_detail::UnaryF32 v = is_half_v<T> ? vec_half : is_floating_v<T> ? vec : nullptr;
+      const vmath_detail::UnaryHalfBits bits =
+          is_half_v<T> ? vmath_half_bits_for(op, std::is_same_v<T, BFloat16>) : nullptr;
       switch (op) {
 #define EMBER_X(Name, name, kind, ...)                                    \
   case UnaryOp::name:                                                     \
     if constexpr (UnaryKind::kind == UnaryKind::same || is_floating_v<T>) \
-      return unary_loop<T>(loop, functors::name{}, v);                    \
+      return unary_loop<T>(loop, functors::name{}, v, bits);              \
     break;
         EMBER_UNARY_OPS(EMBER_X)
 #undef EMBER_X

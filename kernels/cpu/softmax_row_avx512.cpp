@@ -18,6 +18,7 @@
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/bf16_round_avx512.h"
 #include "kernels/cpu/exp_avx512.h"
+#include "kernels/cpu/half16_avx512.h"
 #include "kernels/cpu/softmax_row_impl.h"
 namespace ember::cpu::softmax_detail {
 namespace {
@@ -255,23 +256,10 @@ void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, bool
   }
 }
 
-// 16 values of a 16-bit float type to and from float32, as half_vec.h converts them
-// (round to nearest even, NaN kept quiet). `k` masks the lanes of a row's tail.
-struct F16Codec {
-  static __m512 widen(const uint16_t* p, __mmask16 k) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)); }
-  static __m256i narrow(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
-};
-struct BF16Codec {
-  static __m512 widen(const uint16_t* p, __mmask16 k) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p)), 16));
-  }
-  static __m256i narrow(__m512 v) { return bf16_round16(v); }
-};
-
 // Rows of float16 or bfloat16 (HalfRowFn in softmax_row.h) in three passes over
-// each row, converting as they read and write: the max, exp(x - max) into `stage`
-// with its sum, then the scaled values (or x - max - log sum) narrowed into y. The
-// other tables widen a row into a float buffer, run row_f32 on it and narrow it
+// each row, converting as they read and write (the codecs of half16_avx512.h): the
+// max, exp(x - max) into `stage` with its sum, then the scaled values (or x - max -
+// log sum) narrowed into y. The other tables widen a row into a float buffer, run row_f32 on it and narrow it
 // again: two more passes, which held the float16 softmax to 0.40 of the copy floor.
 template <class Codec>
 void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, bool log, const HalfRowOptions& opt) {

@@ -33,4 +33,16 @@ vmath_detail::UnaryF32 vmath_half_for(UnaryOp op) {
   return op == UnaryOp::exp ? vmath().exp_half : vmath_for(op);
 }
 
+vmath_detail::UnaryHalfBits vmath_half_bits_for(UnaryOp op, bool bfloat16) {
+  const vmath_detail::HalfBitsKernels& k = bfloat16 ? vmath().bf16 : vmath().f16;
+  switch (op) {
+    case UnaryOp::exp: return k.exp;
+    case UnaryOp::erf: return k.erf;
+    case UnaryOp::tanh: return k.tanh;
+    case UnaryOp::sigmoid: return k.sigmoid;
+    case UnaryOp::gelu: return k.gelu;
+    default: return nullptr;
+  }
+}
+
 }  // namespace ember::cpu

@@ -13,8 +13,10 @@
 #if defined(__x86_64__)
 
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
+#include "kernels/cpu/bf16_round_avx512.h"
 #include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/erf_avx512.h"
+#include "kernels/cpu/half16_avx512.h"
 #include "kernels/cpu/vmath_impl.h"
 namespace ember::cpu::vmath_detail {
 namespace {
@@ -57,9 +59,33 @@ void map16(const float* x, float* y, int64_t n) {
   }
 }
 
+// The same on the 16-bit patterns of a half type (HalfBitsKernels in vmath.h).
+template <class Codec, __m512 (*F)(__m512)>
+void map16_bits(const uint16_t* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), Codec::narrow(F(Codec::widen(x + i, 0xffff))));
+  if (i < n) {
+    const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm256_mask_storeu_epi16(y + i, k, Codec::narrow(F(Codec::widen(x + i, k))));
+  }
+}
+
+// The five functions of a half type: those of the block path (exp on exp16_half).
+template <class Codec>
+constexpr HalfBitsKernels half_bits() {
+  HalfBitsKernels h;
+  h.exp = map16_bits<Codec, exp16_half>;
+  h.erf = map16_bits<Codec, erf16>;
+  h.tanh = map16_bits<Codec, tanh16>;
+  h.sigmoid = map16_bits<Codec, sigmoid16>;
+  h.gelu = map16_bits<Codec, gelu16_any>;
+  return h;
+}
+
 // The portable table with every function replaced by its 16-lane form: exp, sigmoid
 // and tanh on exp16, erf and gelu on their coefficient tables (erf_avx512.h), and
-// the half types' exp on exp16_half.
+// the half types' exp on exp16_half, and the one-pass half kernels.
 constexpr VmathKernels with_avx512(VmathKernels t) {
   t.exp = map16<exp16>;
   t.sigmoid = map16<sigmoid16>;
@@ -67,6 +93,8 @@ constexpr VmathKernels with_avx512(VmathKernels t) {
   t.erf = map16<erf16>;
   t.gelu = map16<gelu16_any>;
   t.exp_half = map16<exp16_half>;
+  t.f16 = half_bits<F16Codec>();
+  t.bf16 = half_bits<BF16Codec>();
   return t;
 }
 constexpr VmathKernels kSet = with_avx512(table<true>("avx512"));

@@ -7,6 +7,7 @@
 // subnormal range); docs/numerics.md lists them. scripts/check-vmath sweeps all 2^32.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/base/half.h"
 #include "kernels/base/vec_erf.h"
 #include "kernels/base/vec_math.h"
 #include "kernels/cpu/isa.h"
@@ -320,4 +322,55 @@ TEST_CASE("the half types' exp kernel is within 1e-5 relative", "[kernels][vec_m
     CHECK((s[0] == inf && s[1] == 0 && std::isnan(s[2]) && s[3] == inf && s[4] == 0 && s[5] == 1));
   }
   ember::cpu::set_isa("auto");
+}
+
+// The one-pass half kernels (VmathKernels::f16 / bf16: widen, compute and round 16
+// values in registers) give the block path's bits: every 16-bit pattern widened by
+// half.h, run through the table's float32 kernel for half blocks (exp_half for exp)
+// and rounded by half.h, compared pattern for pattern. A run of 65531 ends in a
+// partial vector; the pattern past it must stay untouched. Tables without the
+// kernels (nullptr) are skipped: their half runs take the block path itself.
+TEST_CASE("the one-pass half kernels give the block path's bits", "[kernels][vec_math]") {
+  using ember::BFloat16;
+  using ember::Half;
+  using ember::cpu::vmath_detail::HalfBitsKernels;
+  using ember::cpu::vmath_detail::UnaryHalfBits;
+  constexpr int64_t kRun = 65531;
+  std::vector<uint16_t> x(65536), y(65536);
+  for (int i = 0; i < 65536; ++i) x[i] = static_cast<uint16_t>(i);
+  int tables_run = 0;
+  for (const char* level : {"generic", "avx2", "avx512"}) {
+    if (!ember::cpu::set_isa(level)) continue;
+    const VmathKernels& k = ember::cpu::vmath();
+    for (const bool bf16 : {false, true}) {
+      const HalfBitsKernels& h = bf16 ? k.bf16 : k.f16;
+      const struct {
+        const char* name;
+        UnaryHalfBits bits;
+        UnaryF32 block;
+      } ops[] = {{"exp", h.exp, k.exp_half},     {"erf", h.erf, k.erf},      {"tanh", h.tanh, k.tanh},
+                 {"sigmoid", h.sigmoid, k.sigmoid}, {"gelu", h.gelu, k.gelu}};
+      for (const auto& op : ops) {
+        if (!op.bits) continue;
+        ++tables_run;
+        std::vector<float> wide(kRun);
+        for (int64_t i = 0; i < kRun; ++i)
+          wide[i] = bf16 ? float(BFloat16::from_bits(x[i])) : float(Half::from_bits(x[i]));
+        op.block(wide.data(), wide.data(), kRun);
+        std::fill(y.begin(), y.end(), uint16_t{0x1234});
+        op.bits(x.data(), y.data(), kRun);
+        int64_t differ = 0, first = -1;
+        for (int64_t i = 0; i < kRun; ++i) {
+          const uint16_t want = bf16 ? BFloat16(wide[i]).bits : Half(wide[i]).bits;
+          if (y[i] != want && differ++ == 0) first = i;
+        }
+        INFO(k.name << " table, " << (bf16 ? "bfloat16 " : "float16 ") << op.name << ": first differing pattern "
+                    << first);
+        CHECK(differ == 0);
+        CHECK(y[kRun] == 0x1234);
+      }
+    }
+  }
+  ember::cpu::set_isa("auto");
+  if (ember::cpu::cpu_isa() >= ember::cpu::Isa::avx512) CHECK(tables_run == 10);
 }
