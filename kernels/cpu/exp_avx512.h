@@ -37,41 +37,43 @@ inline __m512 exp16(__m512 t) {
   return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
 }
 
-// e^x as 2^(x log2 e) = 2^n 2^f, f = x log2 e - n in [-1/2, 1/2], 2^f by a degree-4
-// polynomial (scripts/fit-vmath's 2^f fit, 3.1e-6) and 2^n by vscalefps, for an
-// argument already clamped to [-104, 89] (or NaN): 8 instructions where exp16's ln 2
-// reduction and degree-6 polynomial take 12. Rounding x log2 e adds up to half an ulp
-// of 128 to the exponent: below 1e-5 relative in all (6.9e-6 measured over every
-// 97th float of the range; tests assert 1e-5), far below a float16's half ulp
-// (2.4e-4 at least) and a bfloat16's (2.0e-3). For loops whose results are stored
-// as float16 or bfloat16, where exp16's 1 ulp of float32 buys nothing.
-inline __m512 exp16_pow2(__m512 xc) {
-  const __m512 s = _mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f));
-  const __m512 n = _mm512_roundscale_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(s, n);
-  __m512 p = _mm512_set1_ps(0.009600578807294369f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.05591701716184616f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24023714661598206f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6931219696998596f));
+// e^x as 2^(x log2 e) = 2^n 2^f, n = floor(x log2 e), f in [0, 1): vreduceps gives
+// f = s - floor(s) exactly, a degree-4 polynomial 2^f (scripts/fit-vmath's fit on
+// [0, 1], 2.9e-6), and vscalefps multiplies by 2^floor(s) itself, rounding once (a
+// subnormal result included), so n is never formed: 7 instructions where exp16's
+// ln 2 reduction and degree-6 polynomial take 12. No clamp either: vreduceps gives 0
+// for +-inf and for every |s| >= 2^23 (integers), so the result is 2^floor(s) times
+// 1: inf, or 0; a NaN runs through. Rounding x log2 e adds up to half an ulp of 128
+// to the exponent: below 1e-5 relative in all (tests assert 1e-5), far below a
+// float16's half ulp (2.4e-4 at least) and a bfloat16's (2.0e-3). For loops whose
+// results are stored as float16 or bfloat16, where exp16's 1 ulp of float32 buys
+// nothing. (The route with n rounded to nearest and f in [-1/2, 1/2] took a clamp,
+// a vroundscaleps and a subtraction more: the float16 softmax read 0.51-0.59 of the
+// copy floor.)
+inline __m512 exp16_pow2(__m512 x) {
+  const __m512 s = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  const __m512 f = _mm512_reduce_ps(s, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 p = _mm512_set1_ps(0.013426565565168858f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.052240870893001556f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24128270149230957f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6930440068244934f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
+  return _mm512_scalef_ps(p, s);
 }
 
 // exp of values whose results are stored as float16 or bfloat16 (the half runs of
-// the elementwise exp): exp16's clamp, then the short route above.
-inline __m512 exp16_half(__m512 t) {
-  return exp16_pow2(_mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), t)));
-}
+// the elementwise exp): the short route above, for any argument.
+inline __m512 exp16_half(__m512 t) { return exp16_pow2(t); }
 
 // exp16 for the softmax loops' arguments x - max, which are <= 0 or NaN: no upper
 // clamp. kShort: the short route, for loops whose results are stored as float16 or
-// bfloat16.
+// bfloat16 (which needs no clamp at all).
 template <bool kShort>
 inline __m512 exp16_nonpos(__m512 t) {
-  const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), t);
   if constexpr (kShort) {
-    return exp16_pow2(xc);
+    return exp16_pow2(t);
   } else {
+    const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), t);
     const __m512 n = exp16_n(xc);
     return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
   }
