@@ -156,8 +156,11 @@ template <class T, int ROWS, bool BOFF, bool COFF, bool PAIRS = false>
     for (int j = 0; j < NV; ++j) acc[i][j] = v;
   }
   // a in rows of a packed weight block (a_rs 1, a_cs the block's width): the rows
-  // kPrefetchAhead taps on, both of their cache lines, fetched ahead.
-  const bool prefetch_a = a_rs == 1 && a_cs > 1;
+  // kPrefetchAhead taps on, both of their cache lines, fetched ahead. Only the
+  // float32 forward tiles (a table for B, none for C) read packed weights; the other
+  // instantiations (float64, the input gradient's) leave the branch out.
+  constexpr bool kMayReadPacked = std::is_same_v<T, float> && BOFF && !COFF;
+  const bool prefetch_a = kMayReadPacked && a_rs == 1 && a_cs > 1;
   for (int64_t d = 0; d < depth; ++d) {
     if (prefetch_a && d + kPrefetchAhead < depth) {
       // The row's second line as an address only (it may lie past the buffer,
