@@ -37,10 +37,11 @@ inline __m512 exp16(__m512 t) {
   return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
 }
 
-// e^x as 2^(x log2 e) = 2^n 2^f, n = floor(x log2 e), f in [0, 1): vreduceps gives
-// f = s - floor(s) exactly, a degree-4 polynomial 2^f (scripts/fit-vmath's fit on
-// [0, 1], 2.9e-6), and vscalefps multiplies by 2^floor(s) itself, rounding once (a
-// subnormal result included), so n is never formed: 7 instructions where exp16's
+// e^x as 2^(x log2 e) = 2^n 2^f, n = floor(x log2 e), f = s - n: vreduceps gives f
+// (exact but for s in (-2^-25, 0), where 1 + s rounds to f = 1: the polynomial is
+// fitted on the closed [0, 1]), a degree-4 polynomial 2^f (scripts/fit-vmath, 2.9e-6),
+// and vscalefps multiplies by 2^floor(s) itself, rounding once (a subnormal result
+// included), so n is never formed: 7 instructions where exp16's
 // ln 2 reduction and degree-6 polynomial take 12. No clamp either: vreduceps gives 0
 // for +-inf and for every |s| >= 2^23 (integers), so the result is 2^floor(s) times
 // 1: inf, or 0; a NaN runs through. Rounding x log2 e adds up to half an ulp of 128

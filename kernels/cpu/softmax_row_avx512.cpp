@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/base/half.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/softmax_row.h"
 #include "kernels/base/vec_math.h"

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/base/half.h"
 #include "kernels/base/vec_erf.h"
 #include "kernels/base/vec_math.h"
 #include "kernels/cpu/isa.h"

@@ -252,7 +252,9 @@ TEST_CASE("vectorized transcendentals over all 2^32 inputs", "[.][exhaustive]") 
 // The half softmax's exp (exp16_nonpos<true>) keeps a relative error below 1e-5
 // (docs/kernels-cpu.md: 2^f by a degree-4 polynomial, 2.9e-6, plus the rounding of
 // x log2 e), far below a float16 half ulp, so a softmax row's values round as the
-// exact ones do but for near-ties. Every 97th float in [-103, 0], and -inf, NaN.
+// exact ones do but for near-ties. Every 97th float in [-103, 0], and -inf, NaN;
+// the arguments past any exp's underflow (the route has no clamp: vreduceps must
+// give 0 for them, integers from -2^23 on, and -inf) must give 0.
 TEST_CASE("the half softmax's short exp is within 1e-5 relative", "[kernels][vec_math]") {
 #if defined(__x86_64__)
   if (ember::cpu::cpu_isa() < ember::cpu::Isa::avx512) return;
@@ -260,6 +262,10 @@ TEST_CASE("the half softmax's short exp is within 1e-5 relative", "[kernels][vec
   for (uint32_t u = 0x80000000u; from_bits(u) >= -103.0f; u += 97) x.push_back(from_bits(u));
   const size_t minus_inf = x.size();
   x.push_back(-std::numeric_limits<float>::infinity());
+  for (float v : {-std::numeric_limits<float>::max(), -1e30f, -33554432.0f, -8388608.0f, -8388607.5f, -200.0f,
+                  -150.0f})
+    x.push_back(v);
+  const size_t underflow_end = x.size();
   x.push_back(std::numeric_limits<float>::quiet_NaN());
   while (x.size() % 16) x.push_back(-1.0f);
   std::vector<float> y(x.size());
@@ -278,7 +284,10 @@ TEST_CASE("the half softmax's short exp is within 1e-5 relative", "[kernels][vec
   }
   INFO("worst relative error " << worst << " at x = " << worst_x);
   CHECK(worst < 1e-5);
-  CHECK(y[minus_inf] == 0);
+  for (size_t i = minus_inf; i < underflow_end; ++i) {
+    INFO("x = " << x[i]);
+    CHECK(y[i] == 0);
+  }
 #endif
 }
 
@@ -294,7 +303,10 @@ TEST_CASE("the half types' exp kernel is within 1e-5 relative", "[kernels][vec_m
   for (uint32_t u = 0; from_bits(u) <= 88.7f; u += 97) x.push_back(from_bits(u));
   const float inf = std::numeric_limits<float>::infinity();
   const size_t specials = x.size();
-  for (float v : {inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1000.0f, -1000.0f, 0.0f}) x.push_back(v);
+  const float big = std::numeric_limits<float>::max();
+  for (float v : {inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1000.0f, -1000.0f, 0.0f, big, -big, 8388608.0f,
+                  -8388608.0f, 1e30f, -1e30f, -1e-45f})
+    x.push_back(v);
   std::vector<float> y(x.size());
   for (const char* level : {"generic", "avx2", "avx512"}) {
     if (!ember::cpu::set_isa(level)) continue;
@@ -320,6 +332,8 @@ TEST_CASE("the half types' exp kernel is within 1e-5 relative", "[kernels][vec_m
     CHECK(worst_tiny < std::ldexp(1.0, -140));
     const float* s = y.data() + specials;
     CHECK((s[0] == inf && s[1] == 0 && std::isnan(s[2]) && s[3] == inf && s[4] == 0 && s[5] == 1));
+    CHECK((s[6] == inf && s[7] == 0 && s[8] == inf && s[9] == 0 && s[10] == inf && s[11] == 0));
+    CHECK(std::fabs(s[12] - 1.0) < 1e-5);  // the smallest negative argument: f rounds to 1 in the short route
   }
   ember::cpu::set_isa("auto");
 }
@@ -368,6 +382,19 @@ TEST_CASE("the one-pass half kernels give the block path's bits", "[kernels][vec
                     << first);
         CHECK(differ == 0);
         CHECK(y[kRun] == 0x1234);
+        // Every run length up to 40 at an odd offset (nothing past the run written),
+        // and a run in place (y is x): the same patterns as the long run.
+        int64_t short_differ = 0;
+        for (int64_t n = 0; n <= 40; ++n) {
+          std::vector<uint16_t> z(n + 1, 0x4321);
+          op.bits(x.data() + 1001, z.data(), n);
+          for (int64_t i = 0; i < n; ++i) short_differ += z[i] != y[1001 + i];
+          short_differ += z[n] != 0x4321;
+        }
+        std::vector<uint16_t> in_place(x.begin(), x.begin() + 333);
+        op.bits(in_place.data(), in_place.data(), 333);
+        for (int64_t i = 0; i < 333; ++i) short_differ += in_place[i] != y[i];
+        CHECK(short_differ == 0);
       }
     }
   }
