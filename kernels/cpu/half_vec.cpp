@@ -25,7 +25,6 @@ void load_to_float(const BFloat16* src, float* dst, int64_t n) { kernels().load_
 void store_from_float(const float* src, BFloat16* dst, int64_t n) { kernels().store_bf16(src, dst, n); }
 void add_to_float(const Half* src, float* acc, int64_t n) { kernels().add_half(src, acc, n); }
 void add_to_float(const BFloat16* src, float* acc, int64_t n) { kernels().add_bf16(src, acc, n); }
-void add_to_float(const float* src, float* acc, int64_t n) { kernels().add_f32(src, acc, n); }
 bool half_arith(HalfArithOp op, const Half* a, int64_t a_step, const Half* b, int64_t b_step, Half* out, int64_t n) {
   const auto f = kernels().arith_half;
   if (f) f(op, a, a_step, b, b_step, out, n);

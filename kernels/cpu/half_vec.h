@@ -26,8 +26,6 @@ void store_from_float(const float* src, BFloat16* dst, int64_t n);
 // lanes).
 void add_to_float(const Half* src, float* acc, int64_t n);
 void add_to_float(const BFloat16* src, float* acc, int64_t n);
-// The same for float32 rows, at the active instruction set's width.
-void add_to_float(const float* src, float* acc, int64_t n);
 
 // out[i] = a[i * a_step] op b[i * b_step] for i in [0, n) on contiguous half runs
 // (each step 0 or 1, not both 0: a step of 0 broadcasts one value), op one of add,

@@ -37,8 +37,7 @@ void add_half(const Half* src, float* acc, int64_t n) {
   add_half_scalar(src + i, acc + i, n - i);
 }
 
-constexpr HalfVecKernels kSet{"avx2", load_half, store_half, load_bf16, store_bf16, add_half, add_bf16, nullptr, nullptr,
-                             add_f32};
+constexpr HalfVecKernels kSet{"avx2", load_half, store_half, load_bf16, store_bf16, add_half, add_bf16, nullptr, nullptr};
 
 }  // namespace
 }  // namespace ember::cpu::half_vec_detail

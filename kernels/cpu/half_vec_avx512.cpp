@@ -106,7 +106,7 @@ void arith(HalfArithOp op, const T* a, int64_t a_step, const T* b, int64_t b_ste
 }
 
 constexpr HalfVecKernels kSet{"avx512",  load_half,    store_half,    load_bf16, store_bf16_vec,
-                              add_half,  add_bf16,     arith<Half>,   arith<BFloat16>, add_f32};
+                              add_half,  add_bf16,     arith<Half>,   arith<BFloat16>};
 
 }  // namespace
 }  // namespace ember::cpu::half_vec_detail

@@ -9,7 +9,7 @@
 namespace ember::cpu::half_vec_detail {
 namespace {
 constexpr HalfVecKernels kSet{"generic", load_half_scalar, store_half_scalar, load_bf16, store_bf16, add_half_scalar,
-                              add_bf16, nullptr, nullptr, add_f32};
+                              add_bf16, nullptr, nullptr};
 }  // namespace
 
 const HalfVecKernels* half_vec_kernels_generic() { return &kSet; }

@@ -17,13 +17,6 @@ void add_half_scalar(const Half* src, float* acc, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += half_bits_to_float(src[i].bits);
 }
 
-// acc[i] += src[i] on float32, for a column sum's rows, in the same table so that it
-// runs at the set's vector width (the reduction file is compiled for the baseline,
-// SSE2, whose loop held a float32 sum over dim 0 to about 0.65 of the copy floor).
-void add_f32(const float* __restrict src, float* __restrict acc, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += src[i];
-}
-
 // bfloat16 is the top half of a float32: widening is a shift, and narrowing rounds
 // by adding 0x7fff plus the lowest kept bit. Written with selects instead of
 // half.h's early return for NaN, so that the loop vectorizes.

@@ -22,7 +22,6 @@ struct HalfVecKernels {
   // nullptr in the tables that leave it to the float blocks.
   HalfArith<Half> arith_half;
   HalfArith<BFloat16> arith_bf16;
-  void (*add_f32)(const float* src, float* acc, int64_t n);  // acc[i] += src[i]
 };
 
 // nullptr when this build cannot emit that instruction set.

@@ -176,9 +176,9 @@ void store(const Acc<T>& acc, ReduceOp op, int64_t count, int64_t correction, vo
 // A block of up to kColumnBlock outputs adds whole row segments (16 KiB of float32:
 // all of a row of [N, 4096], so a slice streams long contiguous runs; 1024-wide
 // blocks read 4 KiB pieces 16 KiB apart and ran at a third of the speed). Rows are
-// summed into `part` in the compute type (float for float32 and the half types,
-// through half_vec.h's add_to_float at the CPU's vector width) and flushed into the
-// wide `acc` every kFlush rows, which bounds the rounding error.
+// summed into `part` in the compute type (float for float32 and the half types, so
+// the add vectorizes) and flushed into the wide `acc` every kFlush rows, which
+// bounds the rounding error.
 constexpr int64_t kColumnBlock = 4096;
 
 // Sums reduced positions [r0, r1) of the block starting at `base` into acc[0, n).
@@ -198,8 +198,8 @@ void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0,
     const T* src = base + off;
     if constexpr (std::is_integral_v<T>) {
       for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
-    } else if constexpr (is_half_v<T> || std::is_same_v<T, float>) {
-      add_to_float(src, part, n);  // (widened and) added in one vector pass
+    } else if constexpr (is_half_v<T>) {
+      add_to_float(src, part, n);  // widened and added in one vector pass
       if ((r - r0 + 1) % kFlush == 0)
         for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
     } else {
