@@ -39,17 +39,17 @@ inline __m512 exp16(__m512 t) {
 
 // e^x as 2^(x log2 e) = 2^n 2^f, n = floor(x log2 e), f = s - n: vreduceps gives f
 // (exact but for s in (-2^-25, 0), where 1 + s rounds to f = 1: the polynomial is
-// fitted on the closed [0, 1]), a degree-4 polynomial 2^f (scripts/fit-vmath, 2.9e-6),
-// and vscalefps multiplies by 2^floor(s) itself, rounding once (a subnormal result
-// included), so n is never formed: 7 instructions where exp16's
-// ln 2 reduction and degree-6 polynomial take 12. No clamp either: vreduceps gives 0
-// for +-inf and for every |s| >= 2^23 (integers), so the result is 2^floor(s) times
-// 1: inf, or 0; a NaN runs through. Rounding x log2 e adds up to half an ulp of 128
-// to the exponent: below 1e-5 relative in all (tests assert 1e-5), far below a
+// fitted on the closed [0, 1]), a degree-4 polynomial 2^f (scripts/fit-vmath,
+// 2.9e-6), and vscalefps multiplies by 2^floor(s) itself, rounding once (a subnormal
+// result included), so n is never formed: 7 instructions where exp16's ln 2
+// reduction and degree-6 polynomial take 12. No clamp either: vreduceps gives 0 for
+// +-inf and for every |s| >= 2^23 (integers), so the result is 2^floor(s) times 1:
+// inf, or 0; a NaN runs through. Rounding x log2 e adds up to half an ulp of 128 to
+// the exponent: below 1e-5 relative in all (tests assert 1e-5), far below a
 // float16's half ulp (2.4e-4 at least) and a bfloat16's (2.0e-3). For loops whose
 // results are stored as float16 or bfloat16, where exp16's 1 ulp of float32 buys
-// nothing. (The route with n rounded to nearest and f in [-1/2, 1/2] took a clamp,
-// a vroundscaleps and a subtraction more: the float16 softmax read 0.51-0.59 of the
+// nothing. (The route with n rounded to nearest and f in [-1/2, 1/2] took a clamp, a
+// vroundscaleps and a subtraction more: the float16 softmax read 0.51-0.59 of the
 // copy floor.)
 inline __m512 exp16_pow2(__m512 x) {
   const __m512 s = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));

@@ -260,8 +260,9 @@ void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, bool
 // Rows of float16 or bfloat16 (HalfRowFn in softmax_row.h) in three passes over
 // each row, converting as they read and write (the codecs of half16_avx512.h): the
 // max, exp(x - max) into `stage` with its sum, then the scaled values (or x - max -
-// log sum) narrowed into y. The other tables widen a row into a float buffer, run row_f32 on it and narrow it
-// again: two more passes, which held the float16 softmax to 0.40 of the copy floor.
+// log sum) narrowed into y. The other tables widen a row into a float buffer, run
+// row_f32 on it and narrow it again: two more passes, which held the float16
+// softmax to 0.40 of the copy floor.
 template <class Codec>
 void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, bool log, const HalfRowOptions& opt) {
   float* stage = opt.stage;
@@ -333,7 +334,8 @@ inline __m512 cols_shift_of(__m512 m) {
 // e with the running sums. The running max and sum of each vector live in m and s
 // (16 floats per vector) between groups; within a group they stay in registers,
 // where a loop over all of a 256-wide stripe's 16 vectors kept them on the stack
-// (three arrays of 16 vectors), and the pass ran at 14 cycles per 16 values in L1.
+// (three arrays of 16 vectors): one thread repeating a [1, 1024, 256] softmax took
+// 15.6-17.2 cycles per 16 values that way, 14.1-15.8 this way.
 template <int G>
 void cols_once_group(const float* x, int64_t inner, int64_t dim, int64_t d0, int64_t d1, int64_t chunk, int v0,
                      int nv, __mmask16 last, float* m, float* s, float* shift, float* e, bool log) {
