@@ -387,7 +387,6 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
   const int nv = static_cast<int>((w + 15) / 16);
   const __mmask16 last = static_cast<__mmask16>(w % 16 ? (1u << (w % 16)) - 1 : 0xffff);
   const auto mask = [&](int v) { return v + 1 == nv ? last : __mmask16(0xffff); };
-  const auto shift_of = cols_shift_of;
   const int64_t chunk = cols_once_chunk(w);
   float* e = scratch;                              // dim rows of nv vectors
   float* chunk_shift = scratch + dim * 16 * nv;    // one row of nv vectors per chunk
@@ -420,7 +419,7 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
       alignas(64) float ls[16];
       _mm512_store_ps(ls, s[v]);
       for (float& l : ls) l = std::log(l);
-      s[v] = _mm512_add_ps(shift_of(m[v]), _mm512_load_ps(ls));
+      s[v] = _mm512_add_ps(cols_shift_of(m[v]), _mm512_load_ps(ls));
     } else {
       s[v] = _mm512_div_ps(_mm512_set1_ps(1.0f), s[v]);
     }
@@ -435,7 +434,7 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
     __m512 f[16];
     if (!log)
       for (int v = 0; v < nv; ++v) {
-        const __m512 back = _mm512_sub_ps(_mm512_load_ps(chunk_shift + (c * nv + v) * 16), shift_of(m[v]));
+        const __m512 back = _mm512_sub_ps(_mm512_load_ps(chunk_shift + (c * nv + v) * 16), cols_shift_of(m[v]));
         f[v] = _mm512_mul_ps(exp16(back), s[v]);  // back <= 0, or NaN
       }
     for (int64_t d = d0; d < d1; ++d)
