@@ -23,12 +23,15 @@ namespace ember::cpu::vmath_detail {
 namespace {
 
 // sigmoid_fast and tanh_fast (vec_math.h) on 16 lanes: the same steps, with exp16
-// (exp_avx512.h) for their exponential.
+// (exp_avx512.h) for their exponential, called as exp16_neg on |x| and 2|x|: the same
+// bits as exp16(-|x|) and exp16(-2|x|) (all 2^32 inputs compared), two
+// instructions fewer each. One thread, 4096 values in L1: sigmoid 5.1 against 5.8
+// cycles per 16 values, tanh 7.6 against 8.3 (TSC cycles).
 inline __m512 abs16(__m512 x) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff))); }
 
 inline __m512 sigmoid16(__m512 x) {
   const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), abs16(x)));
+  const __m512 e = exp16_neg(abs16(x));  // exp16(-|x|)'s bits
   const __m512 num = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), one);
   return _mm512_div_ps(num, _mm512_add_ps(one, e));  // NaN: e is NaN, and so is the quotient
 }
@@ -41,7 +44,7 @@ inline __m512 tanh16(__m512 x) {
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.1333141177892685f));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.3333328068256378f));
   const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(a, t), p, a);
-  const __m512 e = exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), a));
+  const __m512 e = exp16_neg(_mm512_add_ps(a, a));  // exp16(-2a)'s bits
   const __m512 large = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
   const __m512 y = _mm512_mask_mov_ps(large, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.625f), _CMP_LT_OQ), small);
   // The sign of x put back (a NaN's sign bit too, as with_sign_of does).
