@@ -259,8 +259,8 @@ void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, bool
 
 // Rows of float16 or bfloat16 (HalfRowFn in softmax_row.h) in three passes over
 // each row, converting as they read and write (the codecs of half16_avx512.h): the
-// max, exp(x - max) into `stage` with its sum, then the scaled values (or x - max -
-// log sum) narrowed into y. The other tables widen a row into a float buffer, run
+// max (the widened values kept in `stage`), exp(x - max) from `stage` back into it
+// with its sum, then the scaled values (or x - max - log sum) narrowed into y. The other tables widen a row into a float buffer, run
 // row_f32 on it and narrow it again: two more passes, which held the float16
 // softmax to 0.40 of the copy floor.
 template <class Codec>
@@ -275,11 +275,21 @@ void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, b
     uint16_t* yr = y + r * n;
     __m512 mv[2] = {neg_inf, neg_inf};
     int64_t i = 0;
+    // The whole vectors go to `stage` widened, so the exp pass reads float32 from L1
+    // instead of converting again: vcvtph2ps shares a port with the exp's vreduceps
+    // and vscalefps.
     for (; i + 32 <= whole; i += 32) {
-      mv[0] = _mm512_max_ps(mv[0], Codec::widen(xr + i, all));
-      mv[1] = _mm512_max_ps(mv[1], Codec::widen(xr + i + 16, all));
+      const __m512 a = Codec::widen(xr + i, all), b = Codec::widen(xr + i + 16, all);
+      _mm512_storeu_ps(stage + i, a);
+      _mm512_storeu_ps(stage + i + 16, b);
+      mv[0] = _mm512_max_ps(mv[0], a);
+      mv[1] = _mm512_max_ps(mv[1], b);
     }
-    if (i < whole) mv[0] = _mm512_max_ps(mv[0], Codec::widen(xr + i, all));
+    if (i < whole) {
+      const __m512 a = Codec::widen(xr + i, all);
+      _mm512_storeu_ps(stage + i, a);
+      mv[0] = _mm512_max_ps(mv[0], a);
+    }
     if (tail) mv[1] = _mm512_max_ps(mv[1], _mm512_mask_mov_ps(neg_inf, tail, Codec::widen(xr + whole, tail)));
     float m = _mm512_cvtss_f32(all_lanes<true>(_mm512_max_ps(mv[0], mv[1])));
     if (m == -std::numeric_limits<float>::infinity()) m = 0;
@@ -291,7 +301,8 @@ void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, b
     // stack: a store-to-load chain per vector).
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     const auto exp_at = [&](int64_t at, __mmask16 k) {
-      const __m512 e = _mm512_maskz_mov_ps(k, exp16_nonpos<true>(_mm512_sub_ps(Codec::widen(xr + at, k), mb)));
+      const __m512 v = k == all ? _mm512_loadu_ps(stage + at) : Codec::widen(xr + at, k);
+      const __m512 e = _mm512_maskz_mov_ps(k, exp16_nonpos<true>(_mm512_sub_ps(v, mb)));
       _mm512_storeu_ps(stage + at, e);
       return e;
     };
