@@ -37,12 +37,16 @@ inline __m512 exp16(__m512 t) {
   return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
 }
 
-// e^-b for b >= 0 (or NaN), the same bits as exp16(-b) with two instructions fewer:
-// b needs no upper clamp (e^-b <= 1), and -b is never formed, its sign folded into
-// the constants (n = round(b * -log2 e), r = -b - n ln2_hi + n ln2_lo: the same
-// exact values as exp16_reduced's, so the same roundings). tanh16 passes b = |x| +
-// |x| (an addition, not a multiply: its loop is bound by the two FMA pipes). A NaN
-// b stays NaN (vminps returns its second operand then).
+// e^-b for b >= 0 (or NaN): the same bits as exp16(-b), with -b formed as 0 - b
+// (which keeps a NaN's sign), and fewer instructions. One clamp, b <= 104, where
+// exp16 clamps its argument on both sides (the clamp at 89 never applies, since
+// e^-b <= 1). And -b is never formed: its sign is folded into the constants, n =
+// round(b * -log2 e) and r = -b - n * 0.693359375 + n * 2.12194e-4 (ln 2 is
+// 0.693359375 - 2.12194e-4), the same exact values as exp16_reduced's, so the same
+// roundings. tanh16 passes b = |x| + |x|, an addition where -2|x| was a multiply: on
+// this Zen CPU additions run on their own two pipes, and the tanh loop is bound by the
+// two FMA pipes that multiplies share. A NaN b stays NaN (vminps returns its second
+// operand then).
 inline __m512 exp16_neg(__m512 b) {
   const __m512 bc = _mm512_min_ps(_mm512_set1_ps(104.0f), b);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(bc, _mm512_set1_ps(-1.44269504088896341f)),

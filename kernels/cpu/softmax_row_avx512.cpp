@@ -260,9 +260,9 @@ void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, bool
 // Rows of float16 or bfloat16 (HalfRowFn in softmax_row.h) in three passes over
 // each row, converting as they read and write (the codecs of half16_avx512.h): the
 // max (the widened values kept in `stage`), exp(x - max) from `stage` back into it
-// with its sum, then the scaled values (or x - max - log sum) narrowed into y. The other tables widen a row into a float buffer, run
-// row_f32 on it and narrow it again: two more passes, which held the float16
-// softmax to 0.40 of the copy floor.
+// with its sum, then the scaled values (or x - max - log sum) narrowed into y. The
+// other tables widen a row into a float buffer, run row_f32 on it and narrow it
+// again: two more passes, which held the float16 softmax to 0.40 of the copy floor.
 template <class Codec>
 void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, bool log, const HalfRowOptions& opt) {
   float* stage = opt.stage;
@@ -275,9 +275,10 @@ void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, b
     uint16_t* yr = y + r * n;
     __m512 mv[2] = {neg_inf, neg_inf};
     int64_t i = 0;
-    // The whole vectors go to `stage` widened, so the exp pass reads float32 from L1
-    // instead of converting again: vcvtph2ps shares a port with the exp's vreduceps
-    // and vscalefps.
+    // The whole vectors go to `stage` widened, so the exp pass reads float32 from the
+    // cache instead of converting again: float16's vcvtph2ps shares a port with the
+    // exp's vreduceps and vscalefps. (bfloat16 widens with a zero-extension and a
+    // shift; staged, its rows in cache went from 0.21 to 0.16 ns per value too.)
     for (; i + 32 <= whole; i += 32) {
       const __m512 a = Codec::widen(xr + i, all), b = Codec::widen(xr + i + 16, all);
       _mm512_storeu_ps(stage + i, a);
