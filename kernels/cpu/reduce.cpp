@@ -22,6 +22,7 @@
 
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
+#include "kernels/cpu/column_sum.h"
 #include "kernels/cpu/half_vec.h"
 #include "kernels/cpu/reduce_runs.h"
 
@@ -192,11 +193,32 @@ void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0,
     idx[d] = rem % g.red_sizes[d];
     rem /= g.red_sizes[d];
   }
+  // float32 on a table of column_sum.h: rows gathered into batches that end at
+  // each flush, added with part held in registers (same bits as the loop below).
+  const column_sum_detail::ColumnSumKernels* batch = nullptr;
+  if constexpr (std::is_same_v<T, float>) batch = column_sum_kernels();
+  const T* rows[column_sum_detail::kMaxRows];
+  int nrows = 0;
   for (int64_t r = r0; r < r1; ++r) {
     int64_t off = 0;
     for (int d = 0; d < g.red_ndim; ++d) off += idx[d] * g.red_strides[d];
     const T* src = base + off;
-    if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (batch) {
+        rows[nrows++] = src;
+        const bool flush = (r - r0 + 1) % kFlush == 0;
+        if (nrows == column_sum_detail::kMaxRows || flush || r + 1 == r1) {
+          batch->add_rows_f32(rows, nrows, part, n);
+          nrows = 0;
+        }
+        if (flush)
+          for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
+      } else {
+        for (int64_t j = 0; j < n; ++j) part[j] += src[j];
+        if ((r - r0 + 1) % kFlush == 0)
+          for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
+      }
+    } else if constexpr (std::is_integral_v<T>) {
       for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
     } else if constexpr (is_half_v<T>) {
       add_to_float(src, part, n);  // widened and added in one vector pass

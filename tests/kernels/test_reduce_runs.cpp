@@ -2,7 +2,8 @@
 // float64 loops written here: the first max/min and its position (ties, NaN, -inf,
 // runs across block boundaries, strided and half inputs) and var's one-pass
 // moments (block edges, data far from zero, an outlier, NaN and inf), each at every
-// instruction-set level this CPU runs; and float sums of rows of every length.
+// instruction-set level this CPU runs; float sums of rows of every length; and the
+// column sum's batched row adds against a plain loop.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "kernels/base/half.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/isa_guard.h"
+#include "kernels/cpu/column_sum.h"
 #include "kernels/cpu/reduce_runs.h"
 
 using namespace ember;
@@ -231,5 +233,48 @@ TEST_CASE("sum_contiguous: float rows of every length match a float64 sum", "[ke
         const double got = sum_contiguous(p.data(), len);
         CHECK(std::fabs(got - want) <= (len < 2048 ? 1e-13 : 1e-6) * magnitude);
       }
+  }
+}
+
+TEST_CASE("add_rows_f32: a batch of rows added into part, the same bits as adding row by row", "[kernels][reduce]") {
+  // column_sum.h's kernel keeps part in registers across the batch; each lane must
+  // still add its rows in order, so a plain float loop gives the exact bits. Lengths
+  // around the 64-value step and the masked tail, every batch size, inf and NaN.
+  ember::testing::IsaGuard guard;
+  std::mt19937 g(19);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const char* level : {"avx512"}) {
+    if (!ember::cpu::set_isa(level)) continue;
+    const auto* k = ember::cpu::column_sum_kernels();
+    REQUIRE(k != nullptr);
+    for (int64_t n : kSizes)
+      for (int nrows = 1; nrows <= ember::cpu::column_sum_detail::kMaxRows; ++nrows)
+        for (bool special : {false, true}) {
+          // Rows a little longer than n: the kernel must not touch past n.
+          std::vector<std::vector<float>> rows(static_cast<size_t>(nrows), std::vector<float>(static_cast<size_t>(n + 16)));
+          const float* ptrs[ember::cpu::column_sum_detail::kMaxRows];
+          for (int r = 0; r < nrows; ++r) {
+            for (float& v : rows[r]) v = u(g) * 1e3f;
+            ptrs[r] = rows[r].data();
+          }
+          if (special) {
+            rows[0][static_cast<size_t>(n / 2)] = std::numeric_limits<float>::infinity();
+            rows[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
+            if (nrows > 1) rows[1][0] = -std::numeric_limits<float>::infinity();
+          }
+          std::vector<float> part(static_cast<size_t>(n + 16)), want;
+          for (float& v : part) v = u(g);
+          want = part;
+          for (int64_t j = 0; j < n; ++j)
+            for (int r = 0; r < nrows; ++r) want[j] = want[j] + rows[r][j];
+          k->add_rows_f32(ptrs, nrows, part.data(), n);
+          INFO(level << ": n " << n << ", " << nrows << " rows" << (special ? ", inf and NaN" : ""));
+          int64_t bad = 0;
+          for (int64_t j = 0; j < n + 16; ++j) {
+            const bool same = std::isnan(want[j]) ? std::isnan(part[j]) : part[j] == want[j];
+            bad += same ? 0 : 1;
+          }
+          CHECK(bad == 0);
+        }
   }
 }
