@@ -1,8 +1,11 @@
-// The two scans of a float32 max/min with its position (reduce_runs.h's
-// block_extreme), per instruction set: the block's extreme and whether it holds a
-// NaN, then the first position of a value. The reductions are compiled for the
-// baseline (SSE2: 4 lanes); these run 16 lanes on AVX-512. Not part of the public
-// API.
+// The scan of a float32 max/min with its position (reduce_runs.h's block_extreme),
+// per instruction set. The reductions are compiled for the baseline (SSE2: 4 lanes),
+// where a block's extreme is found first and its position by a second look; this
+// runs 16 lanes on AVX-512 and keeps each lane's position beside its value, so the
+// block is read once and no branch depends on the data: a second look that ended in
+// a mispredicted branch threw away the loads already on their way from memory, and
+// max over dim 1 of [4096, 4096] read 0.51-0.62 of the copy floor. Not part of the
+// public API.
 #pragma once
 
 #include <cstdint>
@@ -10,13 +13,14 @@
 namespace ember::cpu {
 namespace extreme_detail {
 
+// Values one extreme_pos_f32 call takes at most (its positions are 32-bit lanes).
+inline constexpr int64_t kMaxScan = int64_t(1) << 30;
+
 struct ExtremeKernels {
   const char* name;
-  // The largest (max) or smallest of x[0, n) that is not NaN (x[0] when there is
-  // none), and whether any x[i] is NaN. n >= 1.
-  void (*extreme_f32)(const float* x, int64_t n, bool max, float* best, bool* nan);
-  // The first i with x[i] == v (v not NaN), or n.
-  int64_t (*first_equal_f32)(const float* x, int64_t n, float v);
+  // The first largest (max) or smallest value of x[0, n) and its position; the first
+  // NaN and its position when x holds one. 1 <= n <= kMaxScan.
+  void (*extreme_pos_f32)(const float* x, int64_t n, bool max, float* best, int64_t* pos);
 };
 
 // nullptr when this build cannot emit that instruction set.
