@@ -1,11 +1,11 @@
 // The float32 row adds of sum's column schedule (reduce.cpp's column_block), per
 // instruction set: part[j] += rows[0][j], then rows[1][j], ... in that order, so the
-// bits are the baseline loop's. The reductions are compiled for the baseline (SSE2:
-// 4 lanes), where summing dim 0 of [4096, 4096] float32 loaded, added and stored
-// part once per row and per 4 values and was bound by that loop, not by memory (one
-// thread about 25 GB/s against 41 for the same values summed along dim 1). These
-// keep each 64 values of part in registers across a batch of rows. Not part of the
-// public API.
+// bits are the baseline loop's (except which operand's payload NaN + NaN keeps). The
+// reductions are compiled for the baseline (SSE2: 4 lanes), where summing dim 0 of
+// [4096, 4096] float32 loaded, added and stored part once per row and per 4 values
+// and was bound by that loop, not by memory (one thread 26-33 GB/s against 41 for
+// the same values summed along dim 1). These keep each 64 values of part in
+// registers across a batch of rows. Not part of the public API.
 #pragma once
 
 #include <cstdint>

@@ -17,7 +17,8 @@ namespace ember::cpu::column_sum_detail {
 namespace {
 
 // Each lane adds its rows in order: the same roundings as the baseline's
-// part[j] += row[j], one row after another.
+// part[j] += row[j], one row after another. (Where two NaNs meet, this keeps part's;
+// the baseline keeps whichever operand the compiler put first.)
 void add_rows_f32(const float* const* rows, int nrows, float* part, int64_t n) {
   int64_t j = 0;
   for (; j + 64 <= n; j += 64) {

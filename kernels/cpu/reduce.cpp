@@ -194,7 +194,8 @@ void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0,
     rem /= g.red_sizes[d];
   }
   // float32 on a table of column_sum.h: rows gathered into batches that end at
-  // each flush, added with part held in registers (same bits as the loop below).
+  // each flush, added with part held in registers (same bits as the loop below,
+  // but for which NaN's payload survives NaN + NaN).
   const column_sum_detail::ColumnSumKernels* batch = nullptr;
   if constexpr (std::is_same_v<T, float>) batch = column_sum_kernels();
   const T* rows[column_sum_detail::kMaxRows];

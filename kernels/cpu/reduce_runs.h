@@ -1,9 +1,10 @@
 // The loops the CPU reductions run over one run of values (a stretch of the
 // innermost reduced dim): a sum, the moments var needs (count, mean, sum of squared
 // deviations) in one pass, and the first extreme with its position. reduce.cpp
-// decides which runs each output visits; these decide how fast one run goes. Each
-// works on blocks small enough to stay in L1, so a second look at a block is free
-// and memory is read once. Internal to reduce.cpp.
+// decides which runs each output visits; these decide how fast one run goes. The
+// baseline loops work on blocks small enough to stay in L1, so a second look at a
+// block is free and memory is read once; the AVX-512 extreme scan (extreme.h) reads
+// 64K-value blocks once instead. Internal to reduce.cpp.
 #pragma once
 
 #include <algorithm>

@@ -65,6 +65,7 @@ void check_extreme(const std::vector<double>& raw, int64_t stride) {
     CHECK(e.pos == want + 7);
     if (std::isnan(v[want])) CHECK(std::isnan(static_cast<double>(e.value)));
     else CHECK(static_cast<double>(e.value) == v[want]);
+    CHECK(std::signbit(static_cast<double>(e.value)) == std::signbit(v[want]));  // -0 against +0
     // The same run in two pieces, folded into one state, gives the same answer.
     const int64_t h = n / 2;
     Extreme<acc_t<T>> f{acc_t<T>{}, -1};
@@ -89,9 +90,24 @@ void extreme_cases(std::mt19937_64& rng) {
       std::vector<double> v(n);
       for (double& x : v) x = small(rng) / 2.0;
       check_extreme<T>(v, stride);
-      // Increasing data: every block beats the one before it.
-      for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % 1000) / 8;
+      // Increasing data: every block beats the one before it (ties, once the type's
+      // spacing passes 1/8, keep the first), and the max sits in the last lane.
+      for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i) / 8;
       check_extreme<T>(v, stride);
+      if constexpr (!std::is_integral_v<T>) {
+        // Zeros of both signs: the first zero wins, with its own sign, in the last
+        // block (after a run of -1) and everywhere.
+        for (double first : {-0.0, 0.0}) {
+          std::vector<double> z(n, -1.0);
+          if (n >= 2) {
+            z[n - 2] = first;
+            z[n - 1] = -first;
+            check_extreme<T>(z, stride);
+          }
+          for (int64_t i = 0; i < n; ++i) z[i] = i % 3 == 0 ? first : -first;
+          check_extreme<T>(z, stride);
+        }
+      }
       if constexpr (!std::is_integral_v<T>) {
         // One NaN, then two (the first wins), in the first, a middle and the last block.
         for (int64_t at : {int64_t{0}, n / 2, n - 1}) {

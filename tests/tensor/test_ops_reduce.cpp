@@ -3,7 +3,8 @@
 // and negative dims, keepdim on and off, on contiguous, transposed, permuted,
 // sliced and expanded inputs of every dtype PyTorch accepts, against float64 loops
 // written here. Then the cases a table cannot show well: column reductions, a
-// 5M-element sum, ties (first index wins) and NaN across thread splits, argmax over
+// 5M-element sum, ties (first index wins) and NaN across thread splits, column sums
+// with the same bits at every instruction-set level, argmax over
 // the flattened input, norm of empty and half inputs and its gradient where the
 // norm is zero.
 #include <cmath>
@@ -11,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "kernels/cpu/isa.h"
+#include "kernels/isa_guard.h"
 #include "support/reference.h"
 
 using namespace ember;
@@ -443,6 +446,31 @@ TEST_CASE("sum, mean, var and norm have the same bits on any number of threads",
           CHECK(ref::read(many[i]).v == ref::read(one[i]).v);
         }
       }
+    }
+  }
+}
+
+TEST_CASE("float32 column sums have the same bits at every instruction-set level", "[ops][reduce]") {
+  // AVX-512 adds a column sum's rows in batches (kernels/cpu/column_sum.h) where the
+  // baseline adds them one at a time; the batches must end at the same flushes and
+  // follow the same rows, so any misplaced batch or flush shows as a changed bit.
+  // Slices that start off a multiple of 8 or 64 rows ([50000, 17]: 3125 rows each),
+  // a short last batch, two reduced dims, and the many-blocks schedule.
+  ember::testing::IsaGuard guard;
+  std::mt19937_64 rng(1005);
+  struct Shaped {
+    Shape shape, dims;
+  };
+  const Shaped cases[] = {{{50000, 17}, {0}}, {{4097, 33}, {0}}, {{40, 500, 30}, {0, 1}},
+                          {{300, 1000}, {0}}, {{64, 20, 4100}, {1}}};
+  for (const Shaped& c : cases) {
+    Tensor x = ref::random_tensor(c.shape, kFloat32, Layout::contiguous, rng, -1, 1);
+    REQUIRE(ember::cpu::set_isa("generic"));
+    const Array base = ref::read(x.sum(c.dims));
+    for (const char* level : {"avx2", "avx512"}) {
+      if (!ember::cpu::set_isa(level)) continue;
+      INFO(ref::str(c.shape) << " over " << ref::str(c.dims) << " at " << level);
+      CHECK(ref::read(x.sum(c.dims)).v == base.v);
     }
   }
 }
