@@ -1,6 +1,7 @@
 // The reduce suite: reductions of 16M float32 elements in GB/s (bytes read) against
 // the copy bandwidth: a full sum, rows and columns of a 4096x4096 matrix, the max
-// with indices along rows, and the mean of 14x14 planes (a global average pool).
+// with indices along rows and down columns, var down columns, and the mean of 14x14
+// planes (a global average pool).
 #include "bench/suite_memory_bound.h"
 #include "ember.h"
 
@@ -21,6 +22,10 @@ void run(const Options& opt, Report& report) {
   // var reads its input once (kernels/cpu/reduce_runs.h), so it is counted as one read.
   report_bandwidth(report, opt, "reduce", "var all 16M f32", bytes, [&] { Tensor s = a.var(); });
   report_bandwidth(report, opt, "reduce", "max dim 1 with indices", bytes, [&] { auto r = m.max(1); });
+  // Down the columns (the column schedule, kernels/cpu/reduce_columns.h): over the
+  // batch dim, say.
+  report_bandwidth(report, opt, "reduce", "var dim 0 [4096,4096]", bytes, [&] { Tensor s = m.var({0}); });
+  report_bandwidth(report, opt, "reduce", "max dim 0 with indices", bytes, [&] { auto r = m.max(0); });
   // A global average pool: 196-value rows, each output's own (conv_block.onnx's at
   // batch 1000).
   Tensor planes = rand({1000, 64, 14, 14});

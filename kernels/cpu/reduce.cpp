@@ -3,7 +3,8 @@
 //    contiguous memory (the run loops are reduce_runs.h);
 //  * column: the innermost kept dim has stride 1 and every reduced dim is strided;
 //    a block of adjacent outputs accumulates whole rows at a time, so memory is
-//    read in order instead of one column at a time;
+//    read in order instead of one column at a time (reduce_columns.h: sums,
+//    var's moments, extremes with positions);
 //  * split: few outputs but a long reduction; threads take slices of the
 //    outermost reduced dim and the partial results are combined.
 // Floating sums accumulate in double; integer sums in int64; var keeps (count,
@@ -22,8 +23,8 @@
 
 #include "kernels/base/dispatch.h"
 #include "kernels/base/parallel.h"
-#include "kernels/cpu/column_sum.h"
 #include "kernels/cpu/half_vec.h"
+#include "kernels/cpu/reduce_columns.h"
 #include "kernels/cpu/reduce_runs.h"
 
 namespace ember::cpu {
@@ -173,82 +174,17 @@ void store(const Acc<T>& acc, ReduceOp op, int64_t count, int64_t correction, vo
   }
 }
 
-// Column schedule: adjacent outputs are adjacent in memory, reduced dims are not.
-// A block of up to kColumnBlock outputs adds whole row segments (16 KiB of float32:
-// all of a row of [N, 4096], so a slice streams long contiguous runs; 1024-wide
-// blocks read 4 KiB pieces 16 KiB apart and ran at a third of the speed). Rows are
-// summed into `part` in the compute type (float for float32 and the half types, so
-// the add vectorizes) and flushed into the wide `acc` every kFlush rows, which
-// bounds the rounding error.
-constexpr int64_t kColumnBlock = 4096;
-
-// Sums reduced positions [r0, r1) of the block starting at `base` into acc[0, n).
-template <class T>
-void column_block(const ReduceGeometry& g, const T* base, int64_t n, int64_t r0, int64_t r1, sum_acc_t<T>* acc) {
-  constexpr int64_t kFlush = 64;
-  acc_t<T> part[kColumnBlock] = {};
-  int64_t idx[kMaxDims] = {};
-  int64_t rem = r0;
-  for (int d = g.red_ndim - 1; d >= 0; --d) {
-    idx[d] = rem % g.red_sizes[d];
-    rem /= g.red_sizes[d];
-  }
-  // float32 on a table of column_sum.h: rows gathered into batches that end at
-  // each flush, added with part held in registers (same bits as the loop below,
-  // but for which NaN's payload survives NaN + NaN).
-  const column_sum_detail::ColumnSumKernels* batch = nullptr;
-  if constexpr (std::is_same_v<T, float>) batch = column_sum_kernels();
-  const T* rows[column_sum_detail::kMaxRows];
-  int nrows = 0;
-  for (int64_t r = r0; r < r1; ++r) {
-    int64_t off = 0;
-    for (int d = 0; d < g.red_ndim; ++d) off += idx[d] * g.red_strides[d];
-    const T* src = base + off;
-    if constexpr (std::is_same_v<T, float>) {
-      if (batch) {
-        rows[nrows++] = src;
-        const bool flush = (r - r0 + 1) % kFlush == 0;
-        if (nrows == column_sum_detail::kMaxRows || flush || r + 1 == r1) {
-          batch->add_rows_f32(rows, nrows, part, n);
-          nrows = 0;
-        }
-        if (flush)
-          for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
-      } else {
-        for (int64_t j = 0; j < n; ++j) part[j] += src[j];
-        if ((r - r0 + 1) % kFlush == 0)
-          for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
-      }
-    } else if constexpr (std::is_integral_v<T>) {
-      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
-    } else if constexpr (is_half_v<T>) {
-      add_to_float(src, part, n);  // widened and added in one vector pass
-      if ((r - r0 + 1) % kFlush == 0)
-        for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
-    } else {
-      for (int64_t j = 0; j < n; ++j) part[j] += static_cast<acc_t<T>>(src[j]);
-      if ((r - r0 + 1) % kFlush == 0)
-        for (int64_t j = 0; j < n; ++j) { acc[j] += part[j]; part[j] = 0; }
-    }
-    for (int d = g.red_ndim - 1; d >= 0; --d) {
-      if (++idx[d] < g.red_sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-  if constexpr (!std::is_integral_v<T>)
-    for (int64_t j = 0; j < n; ++j) acc[j] += part[j];
-}
-
-template <class T>
-bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices) {
-  if (op != ReduceOp::sum && op != ReduceOp::mean) return false;
-  if (g.out_ndim == 0 || g.red_ndim == 0 || g.out_strides_in[g.out_ndim - 1] != 1) return false;
-  if (g.out_strides_out[g.out_ndim - 1] != 1) return false;
-  for (int d = 0; d < g.red_ndim; ++d)
-    if (g.red_strides[d] == 1) return false;
-  const int64_t inner = g.out_sizes[g.out_ndim - 1];
-  if (inner < 16) return false;
+// Column schedule (reduce_columns.h): adjacent outputs are adjacent in memory,
+// reduced dims are not. Each job is a block of up to kColumnBlock outputs of one
+// outer row, whose State visits the reduced positions in order. With fewer blocks
+// than kSlices (say, dim 0 of [N, 1024]), each block's reduced range is cut into
+// kSlices slices instead, each with its own State, merged in slice order: where the
+// cuts fall depends on the shape only, so the bits do not depend on the threads.
+template <class T, class State>
+void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices,
+                 int64_t correction) {
   constexpr int64_t B = kColumnBlock;
+  const int64_t inner = g.out_sizes[g.out_ndim - 1];
   const int64_t blocks_per_row = (inner + B - 1) / B;
   const int64_t outer = g.out_numel / inner;
   ReduceGeometry og = g;  // kept dims without the innermost, to locate each outer row
@@ -256,41 +192,67 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
   Reducer<T> outer_offsets{og, in, op};
   const int64_t jobs = outer * blocks_per_row;
   const int64_t work = g.out_numel * g.red_numel;
-  auto finish = [&](const sum_acc_t<T>* acc, int64_t n, int64_t out_off) {
-    for (int64_t j = 0; j < n; ++j) {
+  // Job j's block: where it starts in the input and the output, and its width.
+  const auto locate = [&](int64_t job, int64_t& in_off, int64_t& out_off) {
+    const int64_t c0 = (job % blocks_per_row) * B;
+    outer_offsets.offsets(job / blocks_per_row, in_off, out_off);
+    in_off += c0;
+    out_off += c0;
+    return std::min(B, inner - c0);
+  };
+  const auto finish = [&](const State& s, int64_t out_off) {
+    for (int64_t j = 0; j < s.size(); ++j) {
       Acc<T> a{op};
-      a.sum = acc[j];
-      store<T>(a, op, g.red_numel, 0, out, indices, out_off + j);
+      s.fill(j, a);
+      store<T>(a, op, g.red_numel, correction, out, indices, out_off + j);
     }
   };
   if (jobs >= kSlices || work < kParallelGrain) {
     parallel_rows(jobs, work >= kParallelGrain, [&](int64_t job) {
-      const int64_t row = job / blocks_per_row, c0 = (job % blocks_per_row) * B, n = std::min(B, inner - c0);
       int64_t in_off, out_off;
-      outer_offsets.offsets(row, in_off, out_off);
-      sum_acc_t<T> acc[B] = {};
-      column_block<T>(g, in + in_off + c0, n, 0, g.red_numel, acc);
-      finish(acc, n, out_off + c0);
+      State s(locate(job, in_off, out_off));
+      s.add(g, in + in_off, 0, g.red_numel);
+      finish(s, out_off);
     });
-    return true;
+    return;
   }
-  // Few blocks (say, summing dim 0 of [N, 1024]): cut the reduced range into
-  // kSlices slices instead, each with its own accumulators, added up in order.
   const int64_t ns = std::min<int64_t>(kSlices, g.red_numel);
-  std::vector<sum_acc_t<T>> partial(static_cast<size_t>(ns) * B);
   for (int64_t job = 0; job < jobs; ++job) {
-    const int64_t row = job / blocks_per_row, c0 = (job % blocks_per_row) * B, n = std::min(B, inner - c0);
     int64_t in_off, out_off;
-    outer_offsets.offsets(row, in_off, out_off);
-    std::fill(partial.begin(), partial.end(), sum_acc_t<T>(0));
+    const int64_t n = locate(job, in_off, out_off);
+    std::vector<State> parts(static_cast<size_t>(ns), State(n));
 #pragma omp parallel for num_threads(get_num_threads()) schedule(static)
-    for (int64_t i = 0; i < ns; ++i)
-      column_block<T>(g, in + in_off + c0, n, g.red_numel * i / ns, g.red_numel * (i + 1) / ns, &partial[i * B]);
-    for (int64_t i = 1; i < ns; ++i)
-      for (int64_t j = 0; j < n; ++j) partial[j] += partial[i * B + j];
-    finish(partial.data(), n, out_off + c0);
+    for (int64_t i = 0; i < ns; ++i) parts[i].add(g, in + in_off, g.red_numel * i / ns, g.red_numel * (i + 1) / ns);
+    for (int64_t i = 1; i < ns; ++i) parts[0].merge(parts[i]);
+    finish(parts[0], out_off);
   }
-  return true;
+}
+
+// Takes the column schedule where it applies: the innermost kept dim contiguous in
+// the input and the output, at least 16 wide, and no reduced dim contiguous.
+template <class T>
+bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices,
+                int64_t correction) {
+  if (g.out_ndim == 0 || g.red_ndim == 0 || g.out_strides_in[g.out_ndim - 1] != 1) return false;
+  if (g.out_strides_out[g.out_ndim - 1] != 1) return false;
+  for (int d = 0; d < g.red_ndim; ++d)
+    if (g.red_strides[d] == 1) return false;
+  if (g.out_sizes[g.out_ndim - 1] < 16) return false;
+  switch (op) {
+    case ReduceOp::sum: case ReduceOp::mean:
+      run_columns<T, ColumnSums<T>>(op, g, in, out, indices, correction);
+      return true;
+    case ReduceOp::var:
+      run_columns<T, ColumnMoments<T>>(op, g, in, out, indices, correction);
+      return true;
+    case ReduceOp::amax: case ReduceOp::argmax:
+      run_columns<T, ColumnExtremes<T, true>>(op, g, in, out, indices, correction);
+      return true;
+    case ReduceOp::amin: case ReduceOp::argmin:
+      run_columns<T, ColumnExtremes<T, false>>(op, g, in, out, indices, correction);
+      return true;
+  }
+  return false;
 }
 
 // The row schedule's loop: body(in_off, out_off) for every output, on the team
@@ -327,7 +289,7 @@ void reduce(ReduceOp op, DType dt, const ReduceGeometry& g, const void* in, void
   dispatch(dt, [&]<class T>() {
     const T* src = static_cast<const T*>(in);
     if (g.out_numel == 0) return;
-    if (try_column<T>(op, g, src, out, indices)) return;
+    if (try_column<T>(op, g, src, out, indices, correction)) return;
     Reducer<T> r{g, src, op};
     // An empty reduction (sum over a size-0 dim) reads nothing, and its input may have
     // no memory at all: offsetting a null pointer is undefined, so it is not offset.

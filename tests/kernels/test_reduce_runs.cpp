@@ -15,7 +15,7 @@
 #include "kernels/base/half.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/isa_guard.h"
-#include "kernels/cpu/column_sum.h"
+#include "kernels/cpu/column_rows.h"
 #include "kernels/cpu/reduce_runs.h"
 
 using namespace ember;
@@ -255,7 +255,7 @@ TEST_CASE("sum_contiguous: float rows of every length match a float64 sum", "[ke
 }
 
 TEST_CASE("add_rows_f32: a batch of rows added into part, the same bits as adding row by row", "[kernels][reduce]") {
-  // column_sum.h's kernel keeps part in registers across the batch; each lane must
+  // column_rows.h's kernel keeps part in registers across the batch; each lane must
   // still add its rows in order, so a plain float loop gives the exact bits. Lengths
   // around the 64-value step and the masked tail, every batch size, inf and NaN.
   ember::testing::IsaGuard guard;
@@ -263,14 +263,14 @@ TEST_CASE("add_rows_f32: a batch of rows added into part, the same bits as addin
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (const char* level : {"avx512"}) {
     if (!ember::cpu::set_isa(level)) continue;
-    const auto* k = ember::cpu::column_sum_kernels();
+    const auto* k = ember::cpu::column_row_kernels();
     REQUIRE(k != nullptr);
     for (int64_t n : kSizes)
-      for (int nrows = 1; nrows <= ember::cpu::column_sum_detail::kMaxRows; ++nrows)
+      for (int nrows = 1; nrows <= ember::cpu::column_rows_detail::kMaxRows; ++nrows)
         for (bool special : {false, true}) {
           // Rows a little longer than n: the kernel must not touch past n.
           std::vector<std::vector<float>> rows(static_cast<size_t>(nrows), std::vector<float>(static_cast<size_t>(n + 16)));
-          const float* ptrs[ember::cpu::column_sum_detail::kMaxRows];
+          const float* ptrs[ember::cpu::column_rows_detail::kMaxRows];
           for (int r = 0; r < nrows; ++r) {
             for (float& v : rows[r]) v = u(g) * 1e3f;
             ptrs[r] = rows[r].data();
@@ -295,4 +295,76 @@ TEST_CASE("add_rows_f32: a batch of rows added into part, the same bits as addin
           CHECK(bad == 0);
         }
   }
+}
+
+TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same results as row by row", "[kernels][reduce]") {
+  // The column schedule's other two row loops against plain loops written here: the
+  // extreme and its position (ties keep the earlier row, the first NaN stays) bit for
+  // bit, and Welford's update in double (no multiply-add contracted) bit for bit.
+  ember::testing::IsaGuard guard;
+  std::mt19937 g(23);
+  std::uniform_int_distribution<int> small(-6, 6);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  if (!ember::cpu::set_isa("avx512")) return;
+  const auto* k = ember::cpu::column_row_kernels();
+  REQUIRE(k != nullptr);
+  for (int64_t n : kSizes)
+    for (int nrows = 1; nrows <= ember::cpu::column_rows_detail::kMaxRows; ++nrows) {
+      std::vector<std::vector<float>> rows(static_cast<size_t>(nrows), std::vector<float>(static_cast<size_t>(n + 16)));
+      const float* ptrs[ember::cpu::column_rows_detail::kMaxRows];
+      for (int r = 0; r < nrows; ++r) {
+        for (float& v : rows[r]) v = static_cast<float>(small(g)) / 2;  // ties
+        ptrs[r] = rows[r].data();
+      }
+      rows[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
+      if (nrows > 1) rows[0][static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
+      for (bool want_max : {true, false}) {
+        std::vector<float> best(static_cast<size_t>(n + 16)), wb;
+        std::vector<int64_t> pos(static_cast<size_t>(n + 16), -7), wp;
+        for (float& v : best) v = static_cast<float>(small(g)) / 2;
+        best[0] = std::numeric_limits<float>::quiet_NaN();  // a NaN already held stays
+        wb = best;
+        wp = pos;
+        for (int64_t j = 0; j < n; ++j)
+          for (int r = 0; r < nrows; ++r) {
+            const float v = rows[r][j];
+            const bool take = !std::isnan(wb[j]) && (std::isnan(v) || (want_max ? v > wb[j] : v < wb[j]));
+            if (take) {
+              wb[j] = v;
+              wp[j] = 100 + r;
+            }
+          }
+        k->extreme_rows_f32(ptrs, nrows, 100, want_max, best.data(), pos.data(), n);
+        INFO("extremes: n " << n << ", " << nrows << " rows, " << (want_max ? "max" : "min"));
+        int64_t bad = 0;
+        for (int64_t j = 0; j < n + 16; ++j) {
+          const bool same = std::isnan(wb[j]) ? std::isnan(best[j]) : best[j] == wb[j];
+          bad += same && pos[j] == wp[j] ? 0 : 1;
+        }
+        CHECK(bad == 0);
+      }
+      // Moments of smooth data after 5 earlier rows.
+      for (int r = 0; r < nrows; ++r)
+        for (float& v : rows[r]) v = 100 + u(g);
+      std::vector<double> mean(static_cast<size_t>(n + 16)), m2(static_cast<size_t>(n + 16));
+      for (double& v : mean) v = 100 + u(g);
+      for (double& v : m2) v = u(g) + 1;
+      std::vector<double> wm = mean, w2 = m2;
+      for (int64_t j = 0; j < n; ++j)
+        for (int r = 0; r < nrows; ++r) {
+          const double x = rows[r][j];
+          const double inv = 1.0 / static_cast<double>(5 + r + 1);
+          const double d = x - wm[j];
+          const double step = d * inv;
+          wm[j] = wm[j] + step;
+          const double dev = x - wm[j];
+          const double sq = d * dev;
+          w2[j] = w2[j] + sq;
+        }
+      k->moments_rows_f32(ptrs, nrows, 5, mean.data(), m2.data(), n);
+      INFO("moments: n " << n << ", " << nrows << " rows");
+      int64_t bad = 0;
+      for (int64_t j = 0; j < n + 16; ++j) bad += mean[j] == wm[j] && m2[j] == w2[j] ? 0 : 1;
+      CHECK(bad == 0);
+    }
 }

@@ -2,9 +2,10 @@
 // amax, amin, max/min with indices, argmax/argmin, each over single, several, all
 // and negative dims, keepdim on and off, on contiguous, transposed, permuted,
 // sliced and expanded inputs of every dtype PyTorch accepts, against float64 loops
-// written here. Then the cases a table cannot show well: column reductions, a
+// written here. Then the cases a table cannot show well: column reductions (sums,
+// var, extremes and their positions, with ties and NaN), a
 // 5M-element sum, ties (first index wins) and NaN across thread splits, column sums
-// with the same bits at every instruction-set level, argmax over
+// var and extremes with the same bits at every instruction-set level, argmax over
 // the flattened input, norm of empty and half inputs and its gradient where the
 // norm is zero.
 #include <cmath>
@@ -368,6 +369,69 @@ TEST_CASE("column reductions and a 5M-element sum are accurate", "[ops][reduce]"
   }
 }
 
+TEST_CASE("column schedule: var and max/min with their positions over strided dims match float64", "[ops][reduce]") {
+  // Long reduced ranges cut into slices ([5000, 40] over dim 0; 3 outer rows of 700;
+  // two reduced dims), blocks past 4096 outputs ([300, 4200]), and many blocks run
+  // whole ([64, 300, 32]). Values are halves in [-3, 3], so ties are everywhere and
+  // the first position must win; one column holds a NaN in a late slice after a
+  // number tied with its max, another two NaNs (the first wins), and a third an
+  // infinity (var NaN).
+  struct Restore {
+    int threads = get_num_threads();
+    ~Restore() { set_num_threads(threads); }
+  } restore;
+  std::mt19937_64 rng(1006);
+  struct Shaped {
+    Shape shape, dims;
+  };
+  const Shaped cases[] = {{{5000, 40}, {0}}, {{3, 700, 20}, {1}}, {{40, 50, 30}, {0, 1}}, {{300, 4200}, {0}},
+                          {{64, 300, 32}, {1}}};
+  for (DType dt : {kFloat32, kFloat64, kFloat16}) {
+    for (const Shaped& c : cases) {
+      const int64_t numel = ref::numel(c.shape);
+      std::vector<double> v = ref::random_values(numel, kInt64, rng, -6, 6);
+      for (double& e : v) e /= 2;
+      const int64_t last = c.shape.back();  // columns: the innermost kept dim
+      v[numel - 3 * last + 1] = NAN;        // late in column 1
+      v[last + 2] = NAN;                    // early in column 2, and again late
+      v[numel - last + 2] = NAN;
+      v[numel / 2 / last * last + 3] = INFINITY;  // column 3, midway
+      Tensor x = ref::make(c.shape, dt, v);
+      const Array X = ref::read(x);
+      const auto mask = mask_of(c.dims, static_cast<int64_t>(c.shape.size()));
+      const Groups g = group(X, mask);
+      Array want_var{g.out_shape, {}}, want_max{g.out_shape, {}}, want_min{g.out_shape, {}};
+      Array want_imax{g.out_shape, {}}, want_imin{g.out_shape, {}};
+      std::vector<double> allowed_var, exact(g.values.size(), 0);
+      for (const auto& col : g.values) {
+        want_var.v.push_back(var_of(col, 1));
+        allowed_var.push_back((out_rounding(dt) + 1e-6) * std::fabs(var_of(col, 1)));
+        want_imax.v.push_back(static_cast<double>(arg_of(col, true)));
+        want_imin.v.push_back(static_cast<double>(arg_of(col, false)));
+        want_max.v.push_back(col[arg_of(col, true)]);
+        want_min.v.push_back(col[arg_of(col, false)]);
+      }
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        INFO(ref::str(dt) << ref::str(c.shape) << " over " << ref::str(c.dims) << ", " << threads << " threads");
+        CHECK(ref::compare_within(x.var(c.dims), want_var, allowed_var) == "");
+        CHECK(ref::compare_within(x.amax(c.dims), want_max, exact) == "");
+        CHECK(ref::compare_within(x.amin(c.dims), want_min, exact) == "");
+        if (c.dims.size() == 1) {
+          auto [mv, mi] = x.max(c.dims[0]);
+          CHECK(ref::compare_within(mv, want_max, exact) == "");
+          CHECK(ref::compare_within(mi, want_imax, exact) == "");
+          auto [nv, ni] = ember::min(x, c.dims[0]);
+          CHECK(ref::compare_within(nv, want_min, exact) == "");
+          CHECK(ref::compare_within(ni, want_imin, exact) == "");
+          CHECK(ref::compare_within(x.argmax(c.dims[0]), want_imax, exact) == "");
+          CHECK(ref::compare_within(x.argmin(c.dims[0]), want_imin, exact) == "");
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("max/min/argmax: first index on ties, NaN wins, whatever the thread count", "[ops][reduce]") {
   const int saved = get_num_threads();
   for (int threads : {1, 2, 3}) {
@@ -450,12 +514,13 @@ TEST_CASE("sum, mean, var and norm have the same bits on any number of threads",
   }
 }
 
-TEST_CASE("float32 column sums have the same bits at every instruction-set level", "[ops][reduce]") {
-  // AVX-512 adds a column sum's rows in batches (kernels/cpu/column_sum.h) where the
-  // baseline adds them one at a time; the batches must end at the same flushes and
-  // follow the same rows, so any misplaced batch or flush shows as a changed bit.
-  // Slices that start off a multiple of 8 or 64 rows ([50000, 17]: 3125 rows each),
-  // a short last batch, two reduced dims, and the many-blocks schedule.
+TEST_CASE("float32 column sums, var and extremes have the same bits at every instruction-set level", "[ops][reduce]") {
+  // AVX-512 folds a column reduction's rows in batches (kernels/cpu/column_rows.h)
+  // where the baseline folds them one at a time; the batches must end at the same
+  // flushes, follow the same rows and do the same arithmetic, so any misplaced batch
+  // or flush, or a contracted multiply-add, shows as a changed bit. Slices that start
+  // off a multiple of 8 or 64 rows ([50000, 17]: 3125 rows each), a short last batch,
+  // two reduced dims, and the many-blocks schedule; ties and NaN for the extremes.
   ember::testing::IsaGuard guard;
   std::mt19937_64 rng(1005);
   struct Shaped {
@@ -464,13 +529,35 @@ TEST_CASE("float32 column sums have the same bits at every instruction-set level
   const Shaped cases[] = {{{50000, 17}, {0}}, {{4097, 33}, {0}}, {{40, 500, 30}, {0, 1}},
                           {{300, 1000}, {0}}, {{64, 20, 4100}, {1}}};
   for (const Shaped& c : cases) {
-    Tensor x = ref::random_tensor(c.shape, kFloat32, Layout::contiguous, rng, -1, 1);
+    std::vector<double> v = ref::random_values(ref::numel(c.shape), kInt64, rng, -8, 8);
+    for (double& e : v) e /= 4;
+    v[v.size() / 3] = NAN;
+    const Tensor x = ref::make(c.shape, kFloat32, v);
+    const Tensor smooth = ref::random_tensor(c.shape, kFloat32, Layout::contiguous, rng, -1, 1);
+    const auto all = [&] {
+      std::vector<std::vector<double>> r = {ref::read(smooth.sum(c.dims)).v, ref::read(smooth.var(c.dims)).v,
+                                            ref::read(x.var(c.dims)).v, ref::read(x.amax(c.dims)).v,
+                                            ref::read(x.amin(c.dims)).v};
+      if (c.dims.size() == 1) {
+        auto [mv, mi] = x.max(c.dims[0]);
+        r.push_back(ref::read(mv).v);
+        r.push_back(ref::read(mi).v);
+        r.push_back(ref::read(x.argmin(c.dims[0])).v);
+      }
+      return r;
+    };
     REQUIRE(ember::cpu::set_isa("generic"));
-    const Array base = ref::read(x.sum(c.dims));
+    const auto base = all();
     for (const char* level : {"avx2", "avx512"}) {
       if (!ember::cpu::set_isa(level)) continue;
-      INFO(ref::str(c.shape) << " over " << ref::str(c.dims) << " at " << level);
-      CHECK(ref::read(x.sum(c.dims)).v == base.v);
+      const auto got = all();
+      for (size_t i = 0; i < base.size(); ++i) {
+        INFO(ref::str(c.shape) << " over " << ref::str(c.dims) << " at " << level << ", result " << i);
+        bool same = got[i].size() == base[i].size();
+        for (size_t j = 0; same && j < got[i].size(); ++j)
+          same = std::isnan(base[i][j]) ? std::isnan(got[i][j]) : got[i][j] == base[i][j];
+        CHECK(same);
+      }
     }
   }
 }

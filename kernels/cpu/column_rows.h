@@ -1,0 +1,46 @@
+// The float32 row loops of the column schedule (reduce_columns.h), per instruction
+// set: a batch of rows, one reduced position after another, folded into the running
+// results of n adjacent outputs, which stay in registers across the batch. The
+// reductions are compiled for the baseline (SSE2: 4 lanes), where summing dim 0 of
+// [4096, 4096] float32 loaded, added and stored the partial sums once per row and
+// per 4 values and was bound by that loop, not by memory (one thread 26-33 GB/s
+// against 41 for the same values summed along dim 1); var's and max's column loops
+// (a double update, a select with a 64-bit position) stayed scalar. Each lane
+// follows the baseline loop's operations in the same order, so the bits are the
+// baseline's (but for which operand's payload NaN + NaN keeps). Not part of the
+// public API.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::cpu {
+namespace column_rows_detail {
+
+// Rows a batch holds at most.
+inline constexpr int kMaxRows = 8;
+
+struct ColumnRowKernels {
+  const char* name;
+  // part[j] += rows[0][j], then rows[1][j], ... for j in [0, n), 1 <= nrows <= kMaxRows.
+  void (*add_rows_f32)(const float* const* rows, int nrows, float* part, int64_t n);
+  // For each j, row k (position pos0 + k) replaces best[j] and pos[j] when it beats
+  // it: strictly beyond (max: greater), or NaN where best[j] is not (the first NaN
+  // stays).
+  void (*extreme_rows_f32)(const float* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
+                           int64_t n);
+  // Welford's update by each row in turn, in double: the row is the (count0 + k + 1)th
+  // value of every column; d = x - mean, mean += d / count, m2 += d (x - mean).
+  void (*moments_rows_f32)(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2,
+                           int64_t n);
+};
+
+// nullptr when this build cannot emit that instruction set.
+const ColumnRowKernels* column_row_kernels_avx512();
+
+}  // namespace column_rows_detail
+
+// The active instruction set's table, or nullptr where reduce_columns.h's baseline
+// loops serve (isa.h).
+const column_rows_detail::ColumnRowKernels* column_row_kernels();
+
+}  // namespace ember::cpu

@@ -1,0 +1,238 @@
+// The column schedule's running results (reduce.cpp's run_columns): a reduction whose
+// innermost kept dim is contiguous and whose reduced dims are all strided (summing or
+// taking the max over the batch dim, say) visits whole row segments of up to
+// kColumnBlock adjacent outputs, one reduced position after another, so memory is
+// read in order. Walking each output's column alone instead touches a new line for
+// every value: var and max over dim 0 of [4096, 4096] float32 read 0.6-0.7 GB/s that
+// way. Each state holds n outputs' partial results; a later slice of the reduced
+// range merges into an earlier one. Internal to reduce.cpp.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/base/strided.h"
+#include "kernels/cpu/column_rows.h"
+#include "kernels/cpu/reduce_runs.h"
+
+namespace ember::cpu::reduce_detail {
+
+// Outputs one block covers: 16 KiB of float32 (all of a row of [N, 4096], so a slice
+// streams long contiguous runs; 1024-wide blocks read 4 KiB pieces 16 KiB apart and
+// ran at a third of the speed).
+inline constexpr int64_t kColumnBlock = 4096;
+
+// f(row, r) for the reduced positions r in [r0, r1) in order, row pointing at the
+// block's values at r: an odometer over the reduced dims, one division per dim at
+// the start.
+template <class T, class F>
+void for_each_row(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1, F&& f) {
+  int64_t idx[kMaxDims] = {};
+  int64_t rem = r0;
+  for (int d = g.red_ndim - 1; d >= 0; --d) {
+    idx[d] = rem % g.red_sizes[d];
+    rem /= g.red_sizes[d];
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t off = 0;
+    for (int d = 0; d < g.red_ndim; ++d) off += idx[d] * g.red_strides[d];
+    f(base + off, r);
+    for (int d = g.red_ndim - 1; d >= 0; --d) {
+      if (++idx[d] < g.red_sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// For float32 on a table of column_rows.h: collects rows of consecutive positions
+// into batches of up to kMaxRows and hands each batch to flush(rows, nrows, first
+// position) when it is full or when the caller says it must end (`last`).
+struct RowBatch {
+  const float* rows[column_rows_detail::kMaxRows];
+  int nrows = 0;
+  int64_t first = 0;
+
+  template <class Flush>
+  void add(const float* row, int64_t r, bool last, Flush&& flush) {
+    if (nrows == 0) first = r;
+    rows[nrows++] = row;
+    if (nrows == column_rows_detail::kMaxRows || last) {
+      flush(rows, nrows, first);
+      nrows = 0;
+    }
+  }
+};
+
+// Sums (sum, mean): rows are added into `part` in the compute type (float for float32
+// and the half types, so the add vectorizes) and flushed into the double (or int64)
+// sums every kFlush rows, which bounds the rounding error. float32 on a table of
+// column_rows.h adds rows in batches that end at each flush, part held in registers:
+// the same bits as the loop (but for which NaN's payload NaN + NaN keeps).
+template <class T>
+struct ColumnSums {
+  std::vector<sum_acc_t<T>> acc;
+
+  explicit ColumnSums(int64_t n) : acc(static_cast<size_t>(n)) {}
+  int64_t size() const { return static_cast<int64_t>(acc.size()); }
+
+  void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
+    constexpr int64_t kFlush = 64;
+    const int64_t n = size();
+    acc_t<T> part[kColumnBlock] = {};
+    const auto flush = [&] {
+      for (int64_t j = 0; j < n; ++j) {
+        acc[j] += part[j];
+        part[j] = 0;
+      }
+    };
+    const column_rows_detail::ColumnRowKernels* k = nullptr;
+    if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
+    RowBatch batch;
+    for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
+      const bool at_flush = (r - r0 + 1) % kFlush == 0;
+      if constexpr (std::is_integral_v<T>) {
+        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int64_t>(src[j]);
+        return;
+      } else if constexpr (is_half_v<T>) {
+        add_to_float(src, part, n);  // widened and added in one vector pass
+      } else if constexpr (std::is_same_v<T, float>) {
+        if (k) {
+          batch.add(src, r, at_flush || r + 1 == r1,
+                    [&](const float* const* rows, int nrows, int64_t) { k->add_rows_f32(rows, nrows, part, n); });
+        } else {
+          for (int64_t j = 0; j < n; ++j) part[j] += src[j];
+        }
+      } else {
+        for (int64_t j = 0; j < n; ++j) part[j] += static_cast<acc_t<T>>(src[j]);
+      }
+      if (at_flush) flush();
+    });
+    if constexpr (!std::is_integral_v<T>) flush();
+  }
+  void merge(const ColumnSums& later) {
+    for (int64_t j = 0; j < size(); ++j) acc[j] += later.acc[j];
+  }
+  template <class A>
+  void fill(int64_t j, A& a) const {
+    a.sum = acc[j];
+  }
+};
+
+// var: Welford's update in double, one row of the block at a time (the count is the
+// same for every column, so 1/count is one division a row); slices merge pairwise
+// (Moments::merge). NaN or an infinity makes the column's moments NaN, as in PyTorch.
+template <class T>
+struct ColumnMoments {
+  int64_t count = 0;
+  std::vector<double> mean, m2;
+
+  explicit ColumnMoments(int64_t n) : mean(static_cast<size_t>(n)), m2(static_cast<size_t>(n)) {}
+  int64_t size() const { return static_cast<int64_t>(mean.size()); }
+
+  void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
+    const int64_t n = size();
+    double* mu = mean.data();
+    double* sq = m2.data();
+    if constexpr (std::is_same_v<T, float>) {
+      if (const auto* k = column_row_kernels()) {
+        RowBatch batch;
+        for_each_row(g, base, r0, r1, [&](const float* src, int64_t r) {
+          batch.add(src, r, r + 1 == r1, [&](const float* const* rows, int nrows, int64_t) {
+            k->moments_rows_f32(rows, nrows, count, mu, sq, n);
+            count += nrows;
+          });
+        });
+        return;
+      }
+    }
+    for_each_row(g, base, r0, r1, [&](const T* src, int64_t) {
+      ++count;
+      const double inv = 1.0 / static_cast<double>(count);
+      for (int64_t j = 0; j < n; ++j) {
+        const double x = static_cast<double>(static_cast<acc_t<T>>(src[j]));
+        const double d = x - mu[j];
+        mu[j] += d * inv;
+        sq[j] += d * (x - mu[j]);
+      }
+    });
+  }
+  void merge(const ColumnMoments& later) {
+    for (int64_t j = 0; j < size(); ++j) {
+      Moments a{count, mean[j], m2[j]};
+      a.merge(Moments{later.count, later.mean[j], later.m2[j]});
+      mean[j] = a.mean;
+      m2[j] = a.m2;
+    }
+    count += later.count;
+  }
+  template <class A>
+  void fill(int64_t j, A& a) const {
+    a.moments = Moments{count, mean[j], m2[j]};
+  }
+};
+
+// max/min with positions: each column keeps its first extreme and that position
+// (beats(): ties keep the earlier, the first NaN wins and stays); a slice starts
+// from its first row.
+template <class T, bool kMax>
+struct ColumnExtremes {
+  using A = acc_t<T>;
+  using Stored = std::conditional_t<std::is_same_v<A, bool>, uint8_t, A>;  // no vector<bool>
+  bool started = false;
+  std::vector<Stored> best;
+  std::vector<int64_t> pos;
+
+  explicit ColumnExtremes(int64_t n) : best(static_cast<size_t>(n)), pos(static_cast<size_t>(n)) {}
+  int64_t size() const { return static_cast<int64_t>(best.size()); }
+
+  void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
+    const int64_t n = size();
+    Stored* b = best.data();
+    int64_t* p = pos.data();
+    const column_rows_detail::ColumnRowKernels* k = nullptr;
+    if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
+    RowBatch batch;
+    for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
+      if (!started) {
+        for (int64_t j = 0; j < n; ++j) {
+          b[j] = static_cast<A>(src[j]);
+          p[j] = r;
+        }
+        started = true;
+        return;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        if (k) {
+          batch.add(src, r, r + 1 == r1, [&](const float* const* rows, int nrows, int64_t first) {
+            k->extreme_rows_f32(rows, nrows, first, kMax, b, p, n);
+          });
+          return;
+        }
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const A v = static_cast<A>(src[j]);
+        if (beats<kMax>(v, static_cast<A>(b[j]))) {
+          b[j] = v;
+          p[j] = r;
+        }
+      }
+    });
+  }
+  void merge(const ColumnExtremes& later) {
+    if (!later.started) return;
+    for (int64_t j = 0; j < size(); ++j)
+      if (!started || beats<kMax>(static_cast<A>(later.best[j]), static_cast<A>(best[j]))) {
+        best[j] = later.best[j];
+        pos[j] = later.pos[j];
+      }
+    started = true;
+  }
+  template <class Acc>
+  void fill(int64_t j, Acc& a) const {
+    a.best = {static_cast<A>(best[j]), pos[j]};
+  }
+};
+
+}  // namespace ember::cpu::reduce_detail
