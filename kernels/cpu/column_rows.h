@@ -4,8 +4,8 @@
 // reductions are compiled for the baseline (SSE2: 4 lanes), where summing dim 0 of
 // [4096, 4096] float32 loaded, added and stored the partial sums once per row and
 // per 4 values and was bound by that loop, not by memory (one thread 26-33 GB/s
-// against 41 for the same values summed along dim 1); var's and max's column loops
-// (a double update, a select with a 64-bit position) stayed scalar. Each lane
+// against 41 for the same values summed along dim 1); var's column loop ran in 2
+// double lanes and max's (a select with a 64-bit position) stayed scalar. Each lane
 // follows the baseline loop's operations in the same order, so the bits are the
 // baseline's (but for which operand's payload NaN + NaN keeps). Not part of the
 // public API.
@@ -29,7 +29,8 @@ struct ColumnRowKernels {
   void (*extreme_rows_f32)(const float* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
                            int64_t n);
   // Welford's update by each row in turn, in double: the row is the (count0 + k + 1)th
-  // value of every column; d = x - mean, mean += d / count, m2 += d (x - mean).
+  // value of every column; d = x - mean, mean += d * (1 / count), m2 += d (x - mean),
+  // each product and sum rounded on its own.
   void (*moments_rows_f32)(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2,
                            int64_t n);
 };

@@ -1,7 +1,7 @@
-// The float32 column-schedule row loops of column_rows.h with AVX-512: each 16 (sums,
-// extremes) or 8 (moments, in double) adjacent outputs' results stay in registers
-// while every row of the batch is folded in, then go back once; a masked last vector
-// instead of a scalar tail. Separate multiplies and adds, no FMA: the baseline's
+// The float32 column-schedule row loops of column_rows.h with AVX-512: the results of
+// 64 (sums) or 16 (extremes; moments, as two vectors of 8 doubles) adjacent outputs
+// stay in registers while every row of the batch is folded in, then go back once; a
+// masked last vector instead of a scalar tail. Separate multiplies and adds, no FMA: the baseline's
 // roundings.
 #include <cstdint>
 

@@ -177,9 +177,10 @@ void store(const Acc<T>& acc, ReduceOp op, int64_t count, int64_t correction, vo
 // Column schedule (reduce_columns.h): adjacent outputs are adjacent in memory,
 // reduced dims are not. Each job is a block of up to kColumnBlock outputs of one
 // outer row, whose State visits the reduced positions in order. With fewer blocks
-// than kSlices (say, dim 0 of [N, 1024]), each block's reduced range is cut into
-// kSlices slices instead, each with its own State, merged in slice order: where the
-// cuts fall depends on the shape only, so the bits do not depend on the threads.
+// than kSlices (say, dim 0 of [N, 1024]) and work worth a team, each block's reduced
+// range is cut into min(kSlices, positions) slices instead, each with its own State,
+// merged in slice order: where the cuts fall depends on the shape only, so the bits
+// do not depend on the threads.
 template <class T, class State>
 void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices,
                  int64_t correction) {
@@ -192,6 +193,9 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
   Reducer<T> outer_offsets{og, in, op};
   const int64_t jobs = outer * blocks_per_row;
   const int64_t work = g.out_numel * g.red_numel;
+  // An empty reduction reads nothing, and its input may have no memory at all:
+  // offsetting a null pointer is undefined, so it is not offset.
+  const auto at = [&](int64_t off) { return g.red_numel == 0 ? in : in + off; };
   // Job j's block: where it starts in the input and the output, and its width.
   const auto locate = [&](int64_t job, int64_t& in_off, int64_t& out_off) {
     const int64_t c0 = (job % blocks_per_row) * B;
@@ -211,7 +215,7 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
     parallel_rows(jobs, work >= kParallelGrain, [&](int64_t job) {
       int64_t in_off, out_off;
       State s(locate(job, in_off, out_off));
-      s.add(g, in + in_off, 0, g.red_numel);
+      s.add(g, at(in_off), 0, g.red_numel);
       finish(s, out_off);
     });
     return;
@@ -222,7 +226,7 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
     const int64_t n = locate(job, in_off, out_off);
     std::vector<State> parts(static_cast<size_t>(ns), State(n));
 #pragma omp parallel for num_threads(get_num_threads()) schedule(static)
-    for (int64_t i = 0; i < ns; ++i) parts[i].add(g, in + in_off, g.red_numel * i / ns, g.red_numel * (i + 1) / ns);
+    for (int64_t i = 0; i < ns; ++i) parts[i].add(g, at(in_off), g.red_numel * i / ns, g.red_numel * (i + 1) / ns);
     for (int64_t i = 1; i < ns; ++i) parts[0].merge(parts[i]);
     finish(parts[0], out_off);
   }

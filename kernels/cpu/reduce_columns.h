@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -29,6 +30,7 @@ inline constexpr int64_t kColumnBlock = 4096;
 // the start.
 template <class T, class F>
 void for_each_row(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1, F&& f) {
+  if (r0 >= r1) return;  // an empty reduced dim has size 0: nothing to divide by
   int64_t idx[kMaxDims] = {};
   int64_t rem = r0;
   for (int d = g.red_ndim - 1; d >= 0; --d) {
@@ -123,6 +125,15 @@ struct ColumnSums {
 // var: Welford's update in double, one row of the block at a time (the count is the
 // same for every column, so 1/count is one division a row); slices merge pairwise
 // (Moments::merge). NaN or an infinity makes the column's moments NaN, as in PyTorch.
+// Each product and sum rounds on its own (no FMA contraction, which GCC and clang
+// do under -march=native): column_rows.h's AVX-512 loop gives the same bits.
+#if defined(__clang__)
+#define EMBER_MOMENTS_NO_CONTRACT _Pragma("clang fp contract(off)")
+#else
+#define EMBER_MOMENTS_NO_CONTRACT
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
 template <class T>
 struct ColumnMoments {
   int64_t count = 0;
@@ -148,13 +159,17 @@ struct ColumnMoments {
       }
     }
     for_each_row(g, base, r0, r1, [&](const T* src, int64_t) {
+      EMBER_MOMENTS_NO_CONTRACT
       ++count;
       const double inv = 1.0 / static_cast<double>(count);
       for (int64_t j = 0; j < n; ++j) {
         const double x = static_cast<double>(static_cast<acc_t<T>>(src[j]));
         const double d = x - mu[j];
         mu[j] += d * inv;
-        sq[j] += d * (x - mu[j]);
+        // d and x - mean have the same sign, so the term is never negative, but for
+        // float64 values near the largest double, where d overflows and the mean
+        // passes x (inf * -inf): |.| keeps the variance inf there, as the row path's.
+        sq[j] += std::fabs(d * (x - mu[j]));
       }
     });
   }
@@ -172,6 +187,11 @@ struct ColumnMoments {
     a.moments = Moments{count, mean[j], m2[j]};
   }
 };
+
+#if !defined(__clang__)
+#pragma GCC pop_options
+#endif
+#undef EMBER_MOMENTS_NO_CONTRACT
 
 // max/min with positions: each column keeps its first extreme and that position
 // (beats(): ties keep the earlier, the first NaN wins and stays); a slice starts

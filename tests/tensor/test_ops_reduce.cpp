@@ -432,6 +432,55 @@ TEST_CASE("column schedule: var and max/min with their positions over strided di
   }
 }
 
+TEST_CASE("column schedule: signed zeros, narrow dtypes and empty columns", "[ops][reduce]") {
+  // -0 and +0 tie: the first zero down a column is the max, with its own sign.
+  for (double first : {-0.0, 0.0}) {
+    std::vector<double> v(3000 * 32, -1.0);
+    for (int64_t j = 0; j < 32; ++j) {
+      v[5 * 32 + j] = first;
+      v[9 * 32 + j] = -first;
+    }
+    for (DType dt : {kFloat32, kFloat64}) {
+      Tensor x = ref::make({3000, 32}, dt, v);
+      auto [mv, mi] = x.max(0);
+      const Array M = ref::read(mv), I = ref::read(mi);
+      INFO(ref::str(dt) << ", first zero " << (std::signbit(first) ? "-0" : "+0"));
+      bool ok = true;
+      for (int64_t j = 0; j < 32; ++j)
+        ok = ok && M.v[j] == 0 && std::signbit(M.v[j]) == std::signbit(first) && I.v[j] == 5;
+      CHECK(ok);
+    }
+  }
+  // Integer and bool columns, ties everywhere, long enough to be cut into slices.
+  std::mt19937_64 rng(1007);
+  for (DType dt : {kInt8, kUInt8, kBool, kInt32, kInt64}) {
+    const double lo = dt == kBool ? 0 : dt == kUInt8 ? 0 : -5, hi = dt == kBool ? 1 : 5;
+    Tensor x = ref::make({3000, 40}, dt, ref::random_values(3000 * 40, dt, rng, lo, hi));
+    const Array X = ref::read(x);
+    const Groups g = group(X, mask_of({0}, 2));
+    Array want_i{g.out_shape, {}}, want_v{g.out_shape, {}}, want_n{g.out_shape, {}};
+    for (const auto& col : g.values) {
+      want_i.v.push_back(static_cast<double>(arg_of(col, true)));
+      want_v.v.push_back(col[arg_of(col, true)]);
+      want_n.v.push_back(static_cast<double>(arg_of(col, false)));
+    }
+    const std::vector<double> exact(40, 0);
+    INFO(ref::str(dt));
+    auto [mv, mi] = x.max(0);
+    CHECK(ref::compare_within(mv, want_v, exact) == "");
+    CHECK(ref::compare_within(mi, want_i, exact) == "");
+    CHECK(ref::compare_within(x.argmin(0), want_n, exact) == "");
+  }
+  // Empty columns: sum 0, mean and var NaN; the input has no memory at all.
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor e = zeros({0, 5000}, dt);
+    const Array s0 = ref::read(e.sum({0})), m0 = ref::read(e.mean({0})), v0 = ref::read(e.var({0}));
+    bool ok = s0.v.size() == 5000 && m0.v.size() == 5000 && v0.v.size() == 5000;
+    for (size_t j = 0; ok && j < 5000; ++j) ok = s0.v[j] == 0 && std::isnan(m0.v[j]) && std::isnan(v0.v[j]);
+    CHECK(ok);
+  }
+}
+
 TEST_CASE("max/min/argmax: first index on ties, NaN wins, whatever the thread count", "[ops][reduce]") {
   const int saved = get_num_threads();
   for (int threads : {1, 2, 3}) {
