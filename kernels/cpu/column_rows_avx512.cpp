@@ -1,8 +1,8 @@
 // The float32 column-schedule row loops of column_rows.h with AVX-512: the results of
 // 64 (sums) or 16 (extremes; moments, as two vectors of 8 doubles) adjacent outputs
 // stay in registers while every row of the batch is folded in, then go back once; a
-// masked last vector instead of a scalar tail. Separate multiplies and adds, no FMA: the baseline's
-// roundings.
+// masked last vector instead of a scalar tail. Separate multiplies and adds, no FMA:
+// the baseline's roundings.
 #include <cstdint>
 
 #if defined(__x86_64__)
@@ -84,8 +84,9 @@ void extreme_rows_f32(const float* const* rows, int nrows, int64_t pos0, bool ma
 // a + b and a * b, each rounded: GCC writes the plain intrinsics as vector
 // arithmetic and would contract a multiply and an add into an FMA (one rounding, the
 // baseline has two); the embedded-rounding forms are never contracted.
-inline __m512d add(__m512d a, __m512d b) { return _mm512_add_round_pd(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-inline __m512d mul(__m512d a, __m512d b) { return _mm512_mul_round_pd(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+inline __m512d add(__m512d a, __m512d b) { return _mm512_add_round_pd(a, b, kNearest); }
+inline __m512d mul(__m512d a, __m512d b) { return _mm512_mul_round_pd(a, b, kNearest); }
 
 // 16 columns at a time, as two vectors of 8 doubles each for mean and m2.
 void moments_rows_f32(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2, int64_t n) {
