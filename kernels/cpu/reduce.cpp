@@ -174,6 +174,13 @@ void store(const Acc<T>& acc, ReduceOp op, int64_t count, int64_t correction, vo
   }
 }
 
+// A column state for n outputs (the extremes also take max or min from the op).
+template <class State>
+State make_state(int64_t n, ReduceOp op) {
+  if constexpr (requires { State(n, true); }) return State(n, op == ReduceOp::amax || op == ReduceOp::argmax);
+  else return State(n);
+}
+
 // Column schedule (reduce_columns.h): adjacent outputs are adjacent in memory,
 // reduced dims are not. Each job is a block of up to kColumnBlock outputs of one
 // outer row, whose State visits the reduced positions in order. With fewer blocks
@@ -214,7 +221,7 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
   if (jobs >= kSlices || work < kParallelGrain) {
     parallel_rows(jobs, work >= kParallelGrain, [&](int64_t job) {
       int64_t in_off, out_off;
-      State s(locate(job, in_off, out_off));
+      State s = make_state<State>(locate(job, in_off, out_off), op);
       s.add(g, at(in_off), 0, g.red_numel);
       finish(s, out_off);
     });
@@ -224,7 +231,7 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
   for (int64_t job = 0; job < jobs; ++job) {
     int64_t in_off, out_off;
     const int64_t n = locate(job, in_off, out_off);
-    std::vector<State> parts(static_cast<size_t>(ns), State(n));
+    std::vector<State> parts(static_cast<size_t>(ns), make_state<State>(n, op));
 #pragma omp parallel for num_threads(get_num_threads()) schedule(static)
     for (int64_t i = 0; i < ns; ++i) parts[i].add(g, at(in_off), g.red_numel * i / ns, g.red_numel * (i + 1) / ns);
     for (int64_t i = 1; i < ns; ++i) parts[0].merge(parts[i]);
@@ -233,7 +240,10 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
 }
 
 // Takes the column schedule where it applies: the innermost kept dim contiguous in
-// the input and the output, at least 16 wide, and no reduced dim contiguous.
+// the input and the output, at least 16 wide, and no reduced dim contiguous. Sums and
+// means of every dtype; var and the extremes of float32 only (other dtypes walk each
+// output's column, slow on large inputs: the states of every dtype would take the
+// library past its 5 MB budget).
 template <class T>
 bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices,
                 int64_t correction) {
@@ -247,14 +257,17 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
       run_columns<T, ColumnSums<T>>(op, g, in, out, indices, correction);
       return true;
     case ReduceOp::var:
-      run_columns<T, ColumnMoments<T>>(op, g, in, out, indices, correction);
-      return true;
-    case ReduceOp::amax: case ReduceOp::argmax:
-      run_columns<T, ColumnExtremes<T, true>>(op, g, in, out, indices, correction);
-      return true;
-    case ReduceOp::amin: case ReduceOp::argmin:
-      run_columns<T, ColumnExtremes<T, false>>(op, g, in, out, indices, correction);
-      return true;
+      if constexpr (std::is_same_v<T, float>) {
+        run_columns<T, ColumnMoments<T>>(op, g, in, out, indices, correction);
+        return true;
+      }
+      return false;
+    case ReduceOp::amax: case ReduceOp::argmax: case ReduceOp::amin: case ReduceOp::argmin:
+      if constexpr (std::is_same_v<T, float>) {
+        run_columns<T, ColumnExtremes<T>>(op, g, in, out, indices, correction);
+        return true;
+      }
+      return false;
   }
   return false;
 }

@@ -5,7 +5,8 @@
 // read in order. Walking each output's column alone instead touches a new line for
 // every value: var and max over dim 0 of [4096, 4096] float32 read 0.6-0.7 GB/s that
 // way. Each state holds n outputs' partial results; a later slice of the reduced
-// range merges into an earlier one. Internal to reduce.cpp.
+// range merges into an earlier one. reduce.cpp takes the sums for every dtype, var
+// and the extremes for float32. Internal to reduce.cpp.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +19,14 @@
 #include "kernels/cpu/column_rows.h"
 #include "kernels/cpu/reduce_runs.h"
 
+// Compiled at -O2 (with loops still vectorized where an epilogue is needed): the sums
+// are instantiated for every dtype, and -O3's unrolling and loop versioning made this
+// file's objects about twice the size, past the library's 5 MB budget
+// (scripts/check-library-only). float32's hot loops are column_rows_avx512.cpp's.
+#if !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("O2", "vect-cost-model=cheap")
+#endif
 namespace ember::cpu::reduce_detail {
 
 // Outputs one block covers: 16 KiB of float32 (all of a row of [N, 4096], so a slice
@@ -196,15 +205,17 @@ struct ColumnMoments {
 // max/min with positions: each column keeps its first extreme and that position
 // (beats(): ties keep the earlier, the first NaN wins and stays); a slice starts
 // from its first row.
-template <class T, bool kMax>
+template <class T>
 struct ColumnExtremes {
   using A = acc_t<T>;
   using Stored = std::conditional_t<std::is_same_v<A, bool>, uint8_t, A>;  // no vector<bool>
+  bool max = true;  // max or min: a flag, not a template argument (one copy of the schedule)
   bool started = false;
   std::vector<Stored> best;
   std::vector<int64_t> pos;
 
-  explicit ColumnExtremes(int64_t n) : best(static_cast<size_t>(n)), pos(static_cast<size_t>(n)) {}
+  ColumnExtremes(int64_t n, bool want_max) : max(want_max), best(static_cast<size_t>(n)), pos(static_cast<size_t>(n)) {}
+  bool wins(A v, A b) const { return max ? beats<true>(v, b) : beats<false>(v, b); }
   int64_t size() const { return static_cast<int64_t>(best.size()); }
 
   void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
@@ -226,14 +237,14 @@ struct ColumnExtremes {
       if constexpr (std::is_same_v<T, float>) {
         if (k) {
           batch.add(src, r, r + 1 == r1, [&](const float* const* rows, int nrows, int64_t first) {
-            k->extreme_rows_f32(rows, nrows, first, kMax, b, p, n);
+            k->extreme_rows_f32(rows, nrows, first, max, b, p, n);
           });
           return;
         }
       }
       for (int64_t j = 0; j < n; ++j) {
         const A v = static_cast<A>(src[j]);
-        if (beats<kMax>(v, static_cast<A>(b[j]))) {
+        if (wins(v, static_cast<A>(b[j]))) {
           b[j] = v;
           p[j] = r;
         }
@@ -243,7 +254,7 @@ struct ColumnExtremes {
   void merge(const ColumnExtremes& later) {
     if (!later.started) return;
     for (int64_t j = 0; j < size(); ++j)
-      if (!started || beats<kMax>(static_cast<A>(later.best[j]), static_cast<A>(best[j]))) {
+      if (!started || wins(static_cast<A>(later.best[j]), static_cast<A>(best[j]))) {
         best[j] = later.best[j];
         pos[j] = later.pos[j];
       }
@@ -256,3 +267,6 @@ struct ColumnExtremes {
 };
 
 }  // namespace ember::cpu::reduce_detail
+#if !defined(__clang__)
+#pragma GCC pop_options
+#endif
