@@ -26,6 +26,7 @@
 #include "kernels/cpu/half_vec.h"
 #include "kernels/cpu/reduce_columns.h"
 #include "kernels/cpu/reduce_runs.h"
+#include "kernels/cpu/scratch.h"
 
 namespace ember::cpu {
 namespace {
@@ -174,11 +175,11 @@ void store(const Acc<T>& acc, ReduceOp op, int64_t count, int64_t correction, vo
   }
 }
 
-// A column state for n outputs (the extremes also take max or min from the op).
-template <class State>
-State make_state(int64_t n, ReduceOp op) {
-  if constexpr (requires { State(n, true); }) return State(n, op == ReduceOp::amax || op == ReduceOp::argmax);
-  else return State(n);
+// This thread's memory for column states (one Scratch for every dtype and state: a
+// thread holds one block's state, or the calling thread all slices' states, at a time).
+Scratch& column_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
 }
 
 // Column schedule (reduce_columns.h): adjacent outputs are adjacent in memory,
@@ -200,6 +201,7 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
   Reducer<T> outer_offsets{og, in, op};
   const int64_t jobs = outer * blocks_per_row;
   const int64_t work = g.out_numel * g.red_numel;
+  const bool want_max = op == ReduceOp::amax || op == ReduceOp::argmax;  // for the extremes
   // An empty reduction reads nothing, and its input may have no memory at all:
   // offsetting a null pointer is undefined, so it is not offset.
   const auto at = [&](int64_t off) { return g.red_numel == 0 ? in : in + off; };
@@ -221,7 +223,8 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
   if (jobs >= kSlices || work < kParallelGrain) {
     parallel_rows(jobs, work >= kParallelGrain, [&](int64_t job) {
       int64_t in_off, out_off;
-      State s = make_state<State>(locate(job, in_off, out_off), op);
+      const int64_t n = locate(job, in_off, out_off);
+      State s(n, static_cast<char*>(column_scratch().get(State::bytes(n))), want_max);
       s.add(g, at(in_off), 0, g.red_numel);
       finish(s, out_off);
     });
@@ -231,7 +234,9 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
   for (int64_t job = 0; job < jobs; ++job) {
     int64_t in_off, out_off;
     const int64_t n = locate(job, in_off, out_off);
-    std::vector<State> parts(static_cast<size_t>(ns), make_state<State>(n, op));
+    char* mem = static_cast<char*>(column_scratch().get(static_cast<size_t>(ns) * State::bytes(n)));
+    State parts[kSlices];
+    for (int64_t i = 0; i < ns; ++i) parts[i] = State(n, mem + i * State::bytes(n), want_max);
 #pragma omp parallel for num_threads(get_num_threads()) schedule(static)
     for (int64_t i = 0; i < ns; ++i) parts[i].add(g, at(in_off), g.red_numel * i / ns, g.red_numel * (i + 1) / ns);
     for (int64_t i = 1; i < ns; ++i) parts[0].merge(parts[i]);

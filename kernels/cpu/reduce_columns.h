@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/base/strided.h"
 #include "kernels/cpu/column_rows.h"
@@ -33,6 +32,23 @@ namespace ember::cpu::reduce_detail {
 // streams long contiguous runs; 1024-wide blocks read 4 KiB pieces 16 KiB apart and
 // ran at a third of the speed).
 inline constexpr int64_t kColumnBlock = 4096;
+
+// A state's arrays live in memory its caller provides (a thread's Scratch, so that a
+// stream of calls allocates and page-faults once; a vector per state and call was
+// trimmed back to the system and faulted in again every time, which halved sum over
+// dim 0): carve() takes n zeroed values of U from mem and moves mem past them, 64-byte
+// aligned; carved() is the room that takes.
+template <class U>
+constexpr size_t carved(int64_t n) {
+  return (static_cast<size_t>(n) * sizeof(U) + 63) / 64 * 64;
+}
+template <class U>
+U* carve(char*& mem, int64_t n) {
+  U* p = reinterpret_cast<U*>(mem);
+  std::fill(p, p + n, U{});
+  mem += carved<U>(n);
+  return p;
+}
 
 // f(row, r) for the reduced positions r in [r0, r1) in order, row pointing at the
 // block's values at r: an odometer over the reduced dims, one division per dim at
@@ -83,10 +99,13 @@ struct RowBatch {
 // the same bits as the loop (but for which NaN's payload NaN + NaN keeps).
 template <class T>
 struct ColumnSums {
-  std::vector<sum_acc_t<T>> acc;
+  int64_t n_ = 0;
+  sum_acc_t<T>* acc = nullptr;
 
-  explicit ColumnSums(int64_t n) : acc(static_cast<size_t>(n)) {}
-  int64_t size() const { return static_cast<int64_t>(acc.size()); }
+  ColumnSums() = default;
+  static size_t bytes(int64_t n) { return carved<sum_acc_t<T>>(n); }
+  ColumnSums(int64_t n, char* mem, bool) : n_(n), acc(carve<sum_acc_t<T>>(mem, n)) {}
+  int64_t size() const { return n_; }
 
   void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
     constexpr int64_t kFlush = 64;
@@ -145,16 +164,20 @@ struct ColumnSums {
 #endif
 template <class T>
 struct ColumnMoments {
+  int64_t n_ = 0;
   int64_t count = 0;
-  std::vector<double> mean, m2;
+  double* mean = nullptr;
+  double* m2 = nullptr;
 
-  explicit ColumnMoments(int64_t n) : mean(static_cast<size_t>(n)), m2(static_cast<size_t>(n)) {}
-  int64_t size() const { return static_cast<int64_t>(mean.size()); }
+  ColumnMoments() = default;
+  static size_t bytes(int64_t n) { return 2 * carved<double>(n); }
+  ColumnMoments(int64_t n, char* mem, bool) : n_(n), mean(carve<double>(mem, n)), m2(carve<double>(mem, n)) {}
+  int64_t size() const { return n_; }
 
   void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
     const int64_t n = size();
-    double* mu = mean.data();
-    double* sq = m2.data();
+    double* mu = mean;
+    double* sq = m2;
     if constexpr (std::is_same_v<T, float>) {
       if (const auto* k = column_row_kernels()) {
         RowBatch batch;
@@ -209,19 +232,23 @@ template <class T>
 struct ColumnExtremes {
   using A = acc_t<T>;
   using Stored = std::conditional_t<std::is_same_v<A, bool>, uint8_t, A>;  // no vector<bool>
+  int64_t n_ = 0;
   bool max = true;  // max or min: a flag, not a template argument (one copy of the schedule)
   bool started = false;
-  std::vector<Stored> best;
-  std::vector<int64_t> pos;
+  Stored* best = nullptr;
+  int64_t* pos = nullptr;
 
-  ColumnExtremes(int64_t n, bool want_max) : max(want_max), best(static_cast<size_t>(n)), pos(static_cast<size_t>(n)) {}
+  ColumnExtremes() = default;
+  static size_t bytes(int64_t n) { return carved<Stored>(n) + carved<int64_t>(n); }
+  ColumnExtremes(int64_t n, char* mem, bool want_max)
+      : n_(n), max(want_max), best(carve<Stored>(mem, n)), pos(carve<int64_t>(mem, n)) {}
   bool wins(A v, A b) const { return max ? beats<true>(v, b) : beats<false>(v, b); }
-  int64_t size() const { return static_cast<int64_t>(best.size()); }
+  int64_t size() const { return n_; }
 
   void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
     const int64_t n = size();
-    Stored* b = best.data();
-    int64_t* p = pos.data();
+    Stored* b = best;
+    int64_t* p = pos;
     const column_rows_detail::ColumnRowKernels* k = nullptr;
     if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
     RowBatch batch;
