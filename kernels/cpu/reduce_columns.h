@@ -199,8 +199,9 @@ struct ColumnMoments {
         const double d = x - mu[j];
         mu[j] += d * inv;
         // d and x - mean have the same sign, so the term is never negative, but for
-        // float64 values near the largest double, where d overflows and the mean
-        // passes x (inf * -inf): |.| keeps the variance inf there, as the row path's.
+        // float64 values near the largest double (should float64 take this schedule),
+        // where d overflows and the mean passes x (inf * -inf): |.| keeps the
+        // variance inf there, as the row path's.
         sq[j] += std::fabs(d * (x - mu[j]));
       }
     });
