@@ -232,23 +232,22 @@ struct ColumnMoments {
 template <class T>
 struct ColumnExtremes {
   using A = acc_t<T>;
-  using Stored = std::conditional_t<std::is_same_v<A, bool>, uint8_t, A>;  // no vector<bool>
   int64_t n_ = 0;
   bool max = true;  // max or min: a flag, not a template argument (one copy of the schedule)
   bool started = false;
-  Stored* best = nullptr;
+  A* best = nullptr;
   int64_t* pos = nullptr;
 
   ColumnExtremes() = default;
-  static size_t bytes(int64_t n) { return carved<Stored>(n) + carved<int64_t>(n); }
+  static size_t bytes(int64_t n) { return carved<A>(n) + carved<int64_t>(n); }
   ColumnExtremes(int64_t n, char* mem, bool want_max)
-      : n_(n), max(want_max), best(carve<Stored>(mem, n)), pos(carve<int64_t>(mem, n)) {}
+      : n_(n), max(want_max), best(carve<A>(mem, n)), pos(carve<int64_t>(mem, n)) {}
   bool wins(A v, A b) const { return max ? beats<true>(v, b) : beats<false>(v, b); }
   int64_t size() const { return n_; }
 
   void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
     const int64_t n = size();
-    Stored* b = best;
+    A* b = best;
     int64_t* p = pos;
     const column_rows_detail::ColumnRowKernels* k = nullptr;
     if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
@@ -272,7 +271,7 @@ struct ColumnExtremes {
       }
       for (int64_t j = 0; j < n; ++j) {
         const A v = static_cast<A>(src[j]);
-        if (wins(v, static_cast<A>(b[j]))) {
+        if (wins(v, b[j])) {
           b[j] = v;
           p[j] = r;
         }
@@ -282,7 +281,7 @@ struct ColumnExtremes {
   void merge(const ColumnExtremes& later) {
     if (!later.started) return;
     for (int64_t j = 0; j < size(); ++j)
-      if (!started || wins(static_cast<A>(later.best[j]), static_cast<A>(best[j]))) {
+      if (!started || wins(later.best[j], best[j])) {
         best[j] = later.best[j];
         pos[j] = later.pos[j];
       }
@@ -290,7 +289,7 @@ struct ColumnExtremes {
   }
   template <class Acc>
   void fill(int64_t j, Acc& a) const {
-    a.best = {static_cast<A>(best[j]), pos[j]};
+    a.best = {best[j], pos[j]};
   }
 };
 

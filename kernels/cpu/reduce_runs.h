@@ -325,9 +325,11 @@ void run_extreme(const T* p, int64_t stride, int64_t n, int64_t pos0, Extreme<ac
       // Blocks of 1024 stay in L1 for the baseline's second look at a block that
       // beats `e`; extreme.h's scan reads a block once, so it takes 64K values a call
       // (a call and a branch on the data per block, and a NaN found by the block).
+      constexpr int64_t kScanBlock = int64_t(1) << 16;
+      static_assert(kScanBlock <= extreme_detail::kMaxScan);
       int64_t block = 1024;
       if constexpr (std::is_same_v<A, float>)
-        if (extreme_kernels()) block = int64_t(1) << 16;
+        if (extreme_kernels()) block = kScanBlock;
       for (int64_t i = 0; i < n && !(e.pos >= 0 && e.value != e.value); i += block)
         block_extreme<kMax>(p + i, std::min(block, n - i), pos0 + i, e);
       return;
