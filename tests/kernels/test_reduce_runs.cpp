@@ -300,7 +300,8 @@ TEST_CASE("add_rows_f32: a batch of rows added into part, the same bits as addin
 TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same results as row by row", "[kernels][reduce]") {
   // The column schedule's other two row loops against plain loops written here: the
   // extreme and its position (ties keep the earlier row, the first NaN stays) bit for
-  // bit, and Welford's update in double (no multiply-add contracted) bit for bit.
+  // bit, in columns that take the fast loop and in those with a NaN or an infinity
+  // that take the exact one, and Welford's update in double (no multiply-add contracted) bit for bit.
   ember::testing::IsaGuard guard;
   std::mt19937 g(23);
   std::uniform_int_distribution<int> small(-6, 6);
@@ -318,6 +319,11 @@ TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same resu
       }
       rows[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
       if (nrows > 1) rows[0][static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
+      // Infinities (which send their 16 columns to the exact loop, as a NaN does) in
+      // the middle, away from the NaNs where n allows.
+      const float inf = std::numeric_limits<float>::infinity();
+      rows[0][static_cast<size_t>(n / 2)] = nrows > 1 ? inf : -inf;
+      rows[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n / 3)] = -inf;
       for (bool want_max : {true, false}) {
         std::vector<float> best(static_cast<size_t>(n + 16)), wb;
         std::vector<int64_t> pos(static_cast<size_t>(n + 16), -7), wp;
