@@ -28,12 +28,24 @@ struct ColumnRowKernels {
   // stays).
   void (*extreme_rows_f32)(const float* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
                            int64_t n);
-  // Welford's update by each row in turn, in double: the row is the (count0 + k + 1)th
-  // value of every column; d = x - mean, mean += d * (1 / count), m2 += d (x - mean),
-  // each product and sum rounded on its own.
+  // The batch's rows folded into each column's running mean and m2 (which hold
+  // count0 values before), as reduce_columns.h's batch_moments says, in the same
+  // operations.
   void (*moments_rows_f32)(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2,
                            int64_t n);
 };
+
+// The per-batch weights of moments_rows_f32: a batch of R rows after count0 values
+// has the mean offset e = s / R (s times inv_r), and merges with weight w = R / N and
+// c = count0 R / N (N = count0 + R).
+struct BatchWeights {
+  double inv_r, w, c;
+};
+inline BatchWeights batch_weights(int64_t count0, int nrows) {
+  const double r = static_cast<double>(nrows), total = static_cast<double>(count0) + r;
+  const double w = r / total;
+  return {1.0 / r, w, static_cast<double>(count0) * w};
+}
 
 // nullptr when this build cannot emit that instruction set.
 const ColumnRowKernels* column_row_kernels_avx512();

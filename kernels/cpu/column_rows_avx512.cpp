@@ -169,35 +169,42 @@ constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 inline __m512d add(__m512d a, __m512d b) { return _mm512_add_round_pd(a, b, kNearest); }
 inline __m512d mul(__m512d a, __m512d b) { return _mm512_mul_round_pd(a, b, kNearest); }
 
-// 16 columns at a time, as two vectors of 8 doubles each for mean and m2.
+// 16 columns at a time, as two vectors of 8 doubles each: reduce_columns.h's
+// batch_moments in the same operations (the shift, s and q in registers for the
+// batch, then the merge into mean and m2).
 template <bool kFull>
-void moments_chunk(const float* const* rows, int nrows, const double* inv, double* mean, double* m2, int64_t j,
-                   __mmask8 ml, __mmask8 mh) {
-  __m512d mu0 = load8d<kFull>(mean + j, ml), mu1 = load8d<kFull>(mean + j + 8, mh);
-  __m512d sq0 = load8d<kFull>(m2 + j, ml), sq1 = load8d<kFull>(m2 + j + 8, mh);
+void moments_chunk(const float* const* rows, int nrows, int64_t count0, const BatchWeights& bw, double* mean,
+                   double* m2, int64_t j, __mmask8 ml, __mmask8 mh) {
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d k0 = count0 == 0 ? _mm512_cvtps_pd(load8<kFull>(rows[0] + j, ml)) : load8d<kFull>(mean + j, ml);
+  const __m512d k1 = count0 == 0 ? _mm512_cvtps_pd(load8<kFull>(rows[0] + j + 8, mh)) : load8d<kFull>(mean + j + 8, mh);
+  __m512d s0 = zero, s1 = zero, q0 = zero, q1 = zero;
   for (int r = 0; r < nrows; ++r) {
     ahead(rows[r] + j);
-    const __m512d x0 = _mm512_cvtps_pd(load8<kFull>(rows[r] + j, ml));
-    const __m512d x1 = _mm512_cvtps_pd(load8<kFull>(rows[r] + j + 8, mh));
-    const __m512d w = _mm512_set1_pd(inv[r]);
-    const __m512d d0 = _mm512_sub_pd(x0, mu0), d1 = _mm512_sub_pd(x1, mu1);
-    mu0 = add(mu0, mul(d0, w));
-    mu1 = add(mu1, mul(d1, w));
-    sq0 = add(sq0, mul(d0, _mm512_sub_pd(x0, mu0)));
-    sq1 = add(sq1, mul(d1, _mm512_sub_pd(x1, mu1)));
+    const __m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(load8<kFull>(rows[r] + j, ml)), k0);
+    const __m512d d1 = _mm512_sub_pd(_mm512_cvtps_pd(load8<kFull>(rows[r] + j + 8, mh)), k1);
+    s0 = _mm512_add_pd(s0, d0);
+    s1 = _mm512_add_pd(s1, d1);
+    q0 = add(q0, mul(d0, d0));
+    q1 = add(q1, mul(d1, d1));
   }
-  store8d<kFull>(mean + j, ml, mu0);
-  store8d<kFull>(mean + j + 8, mh, mu1);
-  store8d<kFull>(m2 + j, ml, sq0);
-  store8d<kFull>(m2 + j + 8, mh, sq1);
+  const __m512d inv_r = _mm512_set1_pd(bw.inv_r), w = _mm512_set1_pd(bw.w), c = _mm512_set1_pd(bw.c);
+  const __m512d e0 = mul(s0, inv_r), e1 = mul(s1, inv_r);
+  store8d<kFull>(mean + j, ml, add(k0, mul(e0, w)));
+  store8d<kFull>(mean + j + 8, mh, add(k1, mul(e1, w)));
+  // max(0, own) keeps a NaN: vmaxpd returns its second operand when either is NaN.
+  const __m512d own0 = _mm512_max_pd(zero, _mm512_sub_pd(q0, mul(s0, e0)));
+  const __m512d own1 = _mm512_max_pd(zero, _mm512_sub_pd(q1, mul(s1, e1)));
+  store8d<kFull>(m2 + j, ml, add(load8d<kFull>(m2 + j, ml), add(own0, mul(mul(e0, e0), c))));
+  store8d<kFull>(m2 + j + 8, mh, add(load8d<kFull>(m2 + j + 8, mh), add(own1, mul(mul(e1, e1), c))));
 }
 
 void moments_rows_f32(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2, int64_t n) {
-  double inv[kMaxRows];
-  for (int r = 0; r < nrows; ++r) inv[r] = 1.0 / static_cast<double>(count0 + r + 1);
+  const BatchWeights bw = batch_weights(count0, nrows);
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) moments_chunk<true>(rows, nrows, inv, mean, m2, j, 0xff, 0xff);
-  if (j < n) moments_chunk<false>(rows, nrows, inv, mean, m2, j, first8(n - j), first8(n - j > 8 ? n - j - 8 : 0));
+  for (; j + 16 <= n; j += 16) moments_chunk<true>(rows, nrows, count0, bw, mean, m2, j, 0xff, 0xff);
+  if (j < n)
+    moments_chunk<false>(rows, nrows, count0, bw, mean, m2, j, first8(n - j), first8(n - j > 8 ? n - j - 8 : 0));
 }
 
 constexpr ColumnRowKernels kSet = {"avx512", add_rows_f32, extreme_rows_f32, moments_rows_f32};

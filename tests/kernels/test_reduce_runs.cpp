@@ -297,11 +297,12 @@ TEST_CASE("add_rows_f32: a batch of rows added into part, the same bits as addin
   }
 }
 
-TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same results as row by row", "[kernels][reduce]") {
+TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same results as plain loops", "[kernels][reduce]") {
   // The column schedule's other two row loops against plain loops written here: the
   // extreme and its position (ties keep the earlier row, the first NaN stays) bit for
   // bit, in columns that take the fast loop and in those with a NaN or an infinity
-  // that take the exact one, and Welford's update in double (no multiply-add contracted) bit for bit.
+  // that take the exact one, and the batch's moments merged in double (no multiply-add
+  // contracted) bit for bit.
   ember::testing::IsaGuard guard;
   std::mt19937 g(23);
   std::uniform_int_distribution<int> small(-6, 6);
@@ -349,28 +350,40 @@ TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same resu
         }
         CHECK(bad == 0);
       }
-      // Moments of smooth data after 5 earlier rows.
+      // Moments of smooth data after 5 earlier rows (the shift is the running mean),
+      // and of a column's first batch (count 0: the shift is the first row).
       for (int r = 0; r < nrows; ++r)
         for (float& v : rows[r]) v = 100 + u(g);
-      std::vector<double> mean(static_cast<size_t>(n + 16)), m2(static_cast<size_t>(n + 16));
-      for (double& v : mean) v = 100 + u(g);
-      for (double& v : m2) v = u(g) + 1;
-      std::vector<double> wm = mean, w2 = m2;
-      for (int64_t j = 0; j < n; ++j)
-        for (int r = 0; r < nrows; ++r) {
-          const double x = rows[r][j];
-          const double inv = 1.0 / static_cast<double>(5 + r + 1);
-          const double d = x - wm[j];
-          const double step = d * inv;
-          wm[j] = wm[j] + step;
-          const double dev = x - wm[j];
-          const double sq = d * dev;
-          w2[j] = w2[j] + sq;
+      for (int64_t count0 : {int64_t(5), int64_t(0)}) {
+        std::vector<double> mean(static_cast<size_t>(n + 16)), m2(static_cast<size_t>(n + 16));
+        for (double& v : mean) v = 100 + u(g);
+        for (double& v : m2) v = count0 == 0 ? 0 : u(g) + 1;
+        std::vector<double> wm = mean, w2 = m2;
+        const double rr = nrows, total = static_cast<double>(count0) + rr, w = rr / total;
+        const double c = static_cast<double>(count0) * w, inv_r = 1.0 / rr;
+        for (int64_t j = 0; j < n; ++j) {
+          const double shift = count0 == 0 ? static_cast<double>(rows[0][j]) : wm[j];
+          double sum = 0, sq = 0;
+          for (int r = 0; r < nrows; ++r) {
+            const double d = static_cast<double>(rows[r][j]) - shift;
+            sum = sum + d;
+            const double dd = d * d;  // a statement each: no multiply-add contracted
+            sq = sq + dd;
+          }
+          const double e = sum * inv_r;
+          const double step = e * w;
+          wm[j] = shift + step;
+          const double se = sum * e;
+          const double own = std::max(0.0, sq - se);
+          const double ee = e * e;
+          const double cross = ee * c;
+          w2[j] = w2[j] + (own + cross);
         }
-      k->moments_rows_f32(ptrs, nrows, 5, mean.data(), m2.data(), n);
-      INFO("moments: n " << n << ", " << nrows << " rows");
-      int64_t bad = 0;
-      for (int64_t j = 0; j < n + 16; ++j) bad += mean[j] == wm[j] && m2[j] == w2[j] ? 0 : 1;
-      CHECK(bad == 0);
+        k->moments_rows_f32(ptrs, nrows, count0, mean.data(), m2.data(), n);
+        INFO("moments: n " << n << ", " << nrows << " rows after " << count0);
+        int64_t bad = 0;
+        for (int64_t j = 0; j < n + 16; ++j) bad += mean[j] == wm[j] && m2[j] == w2[j] ? 0 : 1;
+        CHECK(bad == 0);
+      }
     }
 }

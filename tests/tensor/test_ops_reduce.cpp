@@ -432,6 +432,42 @@ TEST_CASE("column schedule: var and max/min with their positions over strided di
   }
 }
 
+TEST_CASE("column schedule: float32 var of columns far from 0, trending or with an outlier matches float64",
+          "[ops][reduce]") {
+  // The column schedule folds batches of rows into a running mean and m2, each batch
+  // shifted by the running mean (or its first value): these columns are where a
+  // shift far from the values would cancel. 10000 + k / 64 (a spread far below the
+  // offset), a trend down the rows, and a first value of 1e6 above values in [-1, 1].
+  std::mt19937_64 rng(1011);
+  std::uniform_int_distribution<int> k(-64, 64);
+  const int64_t rows = 3000, cols = 48;
+  std::vector<double> v(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      double& e = v[static_cast<size_t>(r * cols + j)];
+      if (j < 16) e = 10000 + k(rng) / 64.0;
+      else if (j < 32) e = static_cast<double>(r) + k(rng) / 64.0;
+      else e = r == 0 ? 1e6 : k(rng) / 64.0;
+    }
+  Tensor x = ref::make({rows, cols}, kFloat32, v);
+  const Groups g = group(ref::read(x), mask_of({0}, 2));
+  Array want{g.out_shape, {}};
+  std::vector<double> allowed;
+  for (const auto& col : g.values) {
+    want.v.push_back(var_of(col, 1));
+    allowed.push_back(2e-7 * std::fabs(var_of(col, 1)));  // the float32 result's rounding and a little
+  }
+  struct Restore {
+    int threads = get_num_threads();
+    ~Restore() { set_num_threads(threads); }
+  } restore;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    INFO(threads << " threads");
+    CHECK(ref::compare_within(x.var({0}), want, allowed) == "");
+  }
+}
+
 TEST_CASE("column schedule: signed zeros, narrow dtypes and empty columns", "[ops][reduce]") {
   // -0 and +0 tie: the first zero down a column is the max, with its own sign.
   for (double first : {-0.0, 0.0}) {
