@@ -338,11 +338,58 @@ bool copy_transposed(const StridedLoop& L) {
 // 521-522 to 511-515 us (2 threads, libraries alternating), float32 unchanged.
 constexpr int64_t kCopyGrain = 1 << 16;
 
+// A run of a conversion to or from a half type, other than float32's own
+// contiguous ones (load_to_float, store_from_float): through float32 in blocks, with
+// the vector conversions of half_vec.h on the half side (a strided half side is
+// gathered into, or scattered from, a small array of half values). The same values
+// as convert(): every integer a half type holds finitely is exact in float32, and
+// convert() passes through float32 itself. Written with convert() inline, each of
+// these 64 pairs compiled into software conversions of its own, 190 KB of the
+// library in all. in_step and out_step are in bytes.
+template <class D, class S>
+void convert_via_float(const char* in, int64_t in_step, char* out, int64_t out_step, int64_t n) {
+  float buf[kHalfBlock];
+  for (int64_t i = 0; i < n; i += kHalfBlock) {
+    const int64_t m = std::min(kHalfBlock, n - i);
+    const char* src = in + i * in_step;
+    char* dst = out + i * out_step;
+    if constexpr (is_half_v<S>) {
+      if (in_step == sizeof(S)) {
+        load_to_float(reinterpret_cast<const S*>(src), buf, m);
+      } else {
+        S gathered[kHalfBlock];
+        for (int64_t j = 0; j < m; ++j) std::memcpy(&gathered[j], src + j * in_step, sizeof(S));
+        load_to_float(gathered, buf, m);
+      }
+    } else {
+      for (int64_t j = 0; j < m; ++j)
+        buf[j] = static_cast<float>(static_cast<acc_t<S>>(*reinterpret_cast<const S*>(src + j * in_step)));
+    }
+    if constexpr (is_half_v<D>) {
+      if (out_step == sizeof(D)) {
+        store_from_float(buf, reinterpret_cast<D*>(dst), m);
+      } else {
+        D scattered[kHalfBlock];
+        store_from_float(buf, scattered, m);
+        for (int64_t j = 0; j < m; ++j) std::memcpy(dst + j * out_step, &scattered[j], sizeof(D));
+      }
+    } else {
+      for (int64_t j = 0; j < m; ++j) *reinterpret_cast<D*>(dst + j * out_step) = convert<D>(buf[j]);
+    }
+  }
+}
+
 template <class D, class S>
 void copy_loop(const StridedLoop& L) {
   if (copy_transposed<D, S>(L)) return;
   strided_for<2>(L, [&](char* const* p, const int64_t* s, int64_t n) {
-    if (s[0] == sizeof(D) && s[1] == sizeof(S)) {
+    const bool contiguous = s[0] == sizeof(D) && s[1] == sizeof(S);
+    constexpr bool kHalfPair = !std::is_same_v<D, S> && (is_half_v<D> || is_half_v<S>);
+    constexpr bool kFloatPair = std::is_same_v<D, float> || std::is_same_v<S, float>;
+    if constexpr (kHalfPair) {
+      if (!kFloatPair || !contiguous) return convert_via_float<D, S>(p[1], s[1], p[0], s[0], n);
+    }
+    if (contiguous) {
       D* out = reinterpret_cast<D*>(p[0]);
       const S* in = reinterpret_cast<const S*>(p[1]);
       if constexpr (std::is_same_v<D, S>) {
@@ -354,7 +401,7 @@ void copy_loop(const StridedLoop& L) {
       } else {
         for (int64_t i = 0; i < n; ++i) out[i] = convert<D>(in[i]);
       }
-    } else {
+    } else if constexpr (!kHalfPair) {
       for (int64_t i = 0; i < n; ++i)
         *reinterpret_cast<D*>(p[0] + i * s[0]) = convert<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
     }

@@ -6,7 +6,7 @@
 // every value: var and max over dim 0 of [4096, 4096] float32 read 0.6-0.7 GB/s that
 // way. Each state holds n outputs' partial results; a later slice of the reduced
 // range merges into an earlier one. reduce.cpp takes the sums for every dtype, var
-// and the extremes for float32. Internal to reduce.cpp.
+// and the extremes for float32 and float64. Internal to reduce.cpp.
 #pragma once
 
 #include <algorithm>
@@ -76,13 +76,14 @@ void for_each_row(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1
 // For float32 on a table of column_rows.h: collects rows of consecutive positions
 // into batches of up to kMaxRows and hands each batch to flush(rows, nrows, first
 // position) when it is full or when the caller says it must end (`last`).
+template <class T>
 struct RowBatch {
-  const float* rows[column_rows_detail::kMaxRows];
+  const T* rows[column_rows_detail::kMaxRows];
   int nrows = 0;
   int64_t first = 0;
 
   template <class Flush>
-  void add(const float* row, int64_t r, bool last, Flush&& flush) {
+  void add(const T* row, int64_t r, bool last, Flush&& flush) {
     if (nrows == 0) first = r;
     rows[nrows++] = row;
     if (nrows == column_rows_detail::kMaxRows || last) {
@@ -119,7 +120,7 @@ struct ColumnSums {
     };
     const column_rows_detail::ColumnRowKernels* k = nullptr;
     if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
-    RowBatch batch;
+    RowBatch<T> batch;
     for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
       const bool at_flush = (r - r0 + 1) % kFlush == 0;
       if constexpr (std::is_integral_v<T>) {
@@ -197,10 +198,10 @@ inline void batch_moments(const double* x, int nrows, int64_t count0, const colu
 }
 
 
-// float32 only (reduce.cpp takes no other dtype here).
+// float32 and float64 (reduce.cpp takes no other dtype here).
 template <class T>
 struct ColumnMoments {
-  static_assert(std::is_same_v<T, float>);
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   int64_t n_ = 0;
   int64_t count = 0;
   double* mean = nullptr;
@@ -211,23 +212,27 @@ struct ColumnMoments {
   ColumnMoments(int64_t n, char* mem, bool) : n_(n), mean(carve<double>(mem, n)), m2(carve<double>(mem, n)) {}
   int64_t size() const { return n_; }
 
-  void add(const ReduceGeometry& g, const float* base, int64_t r0, int64_t r1) {
+  void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
     const int64_t n = size();
     double* mu = mean;
     double* sq = m2;
-    const auto* k = column_row_kernels();
-    RowBatch batch;
-    for_each_row(g, base, r0, r1, [&](const float* src, int64_t r) {
-      batch.add(src, r, r + 1 == r1, [&](const float* const* rows, int nrows, int64_t) {
-        if (k) {
-          k->moments_rows_f32(rows, nrows, count, mu, sq, n);
-        } else {
-          const column_rows_detail::BatchWeights bw = column_rows_detail::batch_weights(count, nrows);
-          double x[column_rows_detail::kMaxRows];
-          for (int64_t j = 0; j < n; ++j) {
-            for (int i = 0; i < nrows; ++i) x[i] = static_cast<double>(rows[i][j]);
-            batch_moments(x, nrows, count, bw, mu[j], sq[j]);
+    const column_rows_detail::ColumnRowKernels* k = nullptr;
+    if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
+    RowBatch<T> batch;
+    for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
+      batch.add(src, r, r + 1 == r1, [&](const T* const* rows, int nrows, int64_t) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (k) {
+            k->moments_rows_f32(rows, nrows, count, mu, sq, n);
+            count += nrows;
+            return;
           }
+        }
+        const column_rows_detail::BatchWeights bw = column_rows_detail::batch_weights(count, nrows);
+        double x[column_rows_detail::kMaxRows];
+        for (int64_t j = 0; j < n; ++j) {
+          for (int i = 0; i < nrows; ++i) x[i] = static_cast<double>(rows[i][j]);
+          batch_moments(x, nrows, count, bw, mu[j], sq[j]);
         }
         count += nrows;
       });
@@ -278,7 +283,7 @@ struct ColumnExtremes {
     int64_t* p = pos;
     const column_rows_detail::ColumnRowKernels* k = nullptr;
     if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
-    RowBatch batch;
+    RowBatch<T> batch;
     for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
       if (!started) {
         for (int64_t j = 0; j < n; ++j) {

@@ -304,6 +304,83 @@ TEST_CASE("to(dtype) converts like PyTorch", "[dtype]") {
   CHECK(f.to(kFloat64).is_same(f));
 }
 
+TEST_CASE("to(dtype) between a half type and every other dtype: contiguous and strided, value by value",
+          "[dtype]") {
+  // These conversions run through float32 in blocks of 256 (the vector conversions
+  // on the half side; a strided half side gathered or scattered). The expected
+  // values come from the rules, computed here in double: to a half type, the value
+  // rounded to float32 and then to the half type (half.h's scalar conversion); from
+  // one, the value itself, truncated toward zero and clamped for integers (NaN to 0),
+  // nonzero for bool. 700 values cross the blocks; the strided runs read or write
+  // every other element of a [700, 2] tensor.
+  const DType halves[] = {kFloat16, kBFloat16};
+  const DType others[] = {kBool, kUInt8, kInt8, kInt32, kInt64, kFloat32, kFloat64, kFloat16, kBFloat16};
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> base = {0,      1,     -1,    7,     -128, 127,   255,   2049, 2051,  65504,   65519,
+                                    65520,  70000, -70000, 1e12, -3e15, 0.1,   -2.7,  1e-8, -0.0, 65519.99, 3e38,
+                                    1e300,  inf,   -inf,  nan};
+  const auto fits = [](double v, DType dt) {
+    if (dt == kBool) return v == 0 || v == 1;
+    if (is_floating(dt)) return dt == kFloat64 || std::isnan(v) || std::fabs(v) < 3.4e38 || std::isinf(v);
+    if (v != std::trunc(v)) return false;
+    if (dt == kUInt8) return v >= 0 && v <= 255;
+    if (dt == kInt8) return v >= -128 && v <= 127;
+    if (dt == kInt32) return std::fabs(v) < 2e9;
+    return std::fabs(v) < 9e18;
+  };
+  // The value a dtype holds for v (what ref::make stores): float32 and the half
+  // types round.
+  const auto held = [](double v, DType dt) {
+    if (dt == kFloat32) return static_cast<double>(static_cast<float>(v));
+    if (dt == kFloat16) return static_cast<double>(half_bits_to_float(float_to_half_bits(static_cast<float>(v))));
+    if (dt == kBFloat16)
+      return static_cast<double>(bfloat16_bits_to_float(float_to_bfloat16_bits(static_cast<float>(v))));
+    return v;
+  };
+  const auto into = [&](double v, DType dt) {  // converting a value to dt
+    if (dt == kBool) return v != 0 ? 1.0 : 0.0;  // NaN is nonzero
+    if (is_floating(dt)) return held(v, dt);
+    if (std::isnan(v)) return 0.0;
+    const double lo = dt == kUInt8 ? 0 : dt == kInt8 ? -128 : dt == kInt32 ? -2147483648.0 : -9223372036854775808.0;
+    const double hi = dt == kUInt8 ? 255 : dt == kInt8 ? 127 : dt == kInt32 ? 2147483647.0 : 9223372036854775807.0;
+    return v <= lo ? lo : v >= hi ? hi : std::trunc(v) + 0.0;
+  };
+  const auto same = [](double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
+  };
+  for (DType h : halves)
+    for (DType o : others) {
+      if (o == h) continue;
+      for (bool to_half : {true, false}) {
+        const DType from = to_half ? o : h, to = to_half ? h : o;
+        std::vector<double> v;
+        for (int i = 0; v.size() < 700; ++i) {
+          const double c = base[static_cast<size_t>(i) % base.size()] * (i / base.size() % 2 ? -1 : 1);
+          if (fits(c, from)) v.push_back(is_floating(from) ? held(c, from) : c + 0.0);  // integers have no -0
+        }
+        std::vector<double> want, twice;
+        for (double x : v) {
+          want.push_back(into(x, to));
+          twice.push_back(x);
+          twice.push_back(x == 0 ? 5 : 0);  // the other column: never read
+        }
+        const int64_t n = static_cast<int64_t>(v.size());
+        INFO(dtype_name(from) << " -> " << dtype_name(to));
+        const auto check = [&](const Tensor& got) {
+          const ref::Array a = ref::read(got);
+          int64_t bad = 0;
+          for (int64_t i = 0; i < n; ++i) bad += same(a.v[static_cast<size_t>(i)], want[static_cast<size_t>(i)]) ? 0 : 1;
+          CHECK(bad == 0);
+        };
+        check(ref::make({n}, from, v).to(to));                                // contiguous
+        check(ref::make({n, 2}, from, twice).select(1, 0).to(to));            // a strided source
+        Tensor out = ref::make({n, 2}, to, std::vector<double>(2 * static_cast<size_t>(n), 0)).select(1, 0);
+        out.copy_(ref::make({n}, from, v));                                   // a strided destination
+        check(out);
+      }
+    }
+}
+
 TEST_CASE("to(dtype) round trips are exact where the dtypes allow", "[dtype]") {
   std::mt19937_64 rng(5);
   struct Trip {
