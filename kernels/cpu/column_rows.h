@@ -29,7 +29,7 @@ struct ColumnRowKernels {
   void (*extreme_rows_f32)(const float* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
                            int64_t n);
   // The batch's rows folded into each column's running mean and m2 (which hold
-  // count0 values before), as reduce_columns.h's batch_moments says, in the same
+  // count0 values before), as reduce_columns.h's moments_rows_baseline says, in the same
   // operations.
   void (*moments_rows_f32)(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2,
                            int64_t n);

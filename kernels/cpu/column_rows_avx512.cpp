@@ -170,8 +170,8 @@ inline __m512d add(__m512d a, __m512d b) { return _mm512_add_round_pd(a, b, kNea
 inline __m512d mul(__m512d a, __m512d b) { return _mm512_mul_round_pd(a, b, kNearest); }
 
 // 16 columns at a time, as two vectors of 8 doubles each: reduce_columns.h's
-// batch_moments in the same operations (the shift, s and q in registers for the
-// batch, then the merge into mean and m2).
+// moments_rows_baseline in the same operations (the shift, s and q in registers for
+// the batch, then the merge into mean and m2).
 template <bool kFull>
 void moments_chunk(const float* const* rows, int nrows, int64_t count0, const BatchWeights& bw, double* mean,
                    double* m2, int64_t j, __mmask8 ml, __mmask8 mh) {

@@ -152,7 +152,7 @@ struct ColumnSums {
 };
 
 // var: each batch of up to kMaxRows rows is folded into every column's running mean
-// and m2 in double by batch_moments (column_rows.h's AVX-512 loop does the same
+// and m2 in double by moments_rows_baseline (column_rows.h's AVX-512 loop does the same
 // operations in the same order, so the bits are the same); slices merge pairwise
 // (Moments::merge). NaN or an infinity makes the column's moments NaN, as in
 // PyTorch. Each product and sum rounds on its own: no FMA contraction, which GCC and
@@ -164,39 +164,51 @@ struct ColumnSums {
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-// One column's batch, in double, each product and sum rounded on its own (no FMA):
-// the shift K is the running mean, or the batch's first value when the column has
-// none yet (count0 == 0), so that the deviations d = x - K are small; s and q sum d
-// and d * d over the batch; e = s * inv_r; then
+// A batch of rows folded into n columns' running mean and m2, in double, each
+// product and sum rounded on its own (no FMA). For each column: the shift K is the
+// running mean, or the batch's first value when the column has none yet (count0 ==
+// 0), so that the deviations d = x - K are small; s and q sum d and d * d over the
+// batch; e = s * inv_r; then
 //   mean = K + e * w,  m2 += max(0, q - s * e) + (e * e) * c,
 // Chan et al.'s merge of the batch's moments (m2 of the batch = q - s e, which
 // rounding may leave a hair below 0; NaN stays NaN) with the running ones. One
 // subtract, two adds and a multiply a value where Welford's per-value update takes
-// seven operations: the AVX-512 loop reads 62-65 GB/s this way against 53-56.
-// An infinity gives inf - inf = NaN, as in PyTorch.
-inline void batch_moments(const double* x, int nrows, int64_t count0, const column_rows_detail::BatchWeights& bw,
-                          double& mean, double& m2) {
+// seven operations: the AVX-512 loop reads 62-65 GB/s this way against 53-56. An
+// infinity gives inf - inf = NaN, as in PyTorch. Columns go 64 at a time, so that
+// each line's loop runs across columns and vectorizes; each column's operations are
+// in the order above either way.
+template <class T>
+void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, double* mean, double* m2, int64_t n) {
   EMBER_MOMENTS_NO_CONTRACT
-  const double shift = count0 == 0 ? x[0] : mean;
-  double s = 0, q = 0;
-  for (int r = 0; r < nrows; ++r) {
-    const double d = x[r] - shift;
-    s = s + d;
-    const double dd = d * d;
-    q = q + dd;
+  constexpr int64_t kCols = 64;
+  const column_rows_detail::BatchWeights bw = column_rows_detail::batch_weights(count0, nrows);
+  for (int64_t j0 = 0; j0 < n; j0 += kCols) {
+    const int64_t m = std::min(kCols, n - j0);
+    double shift[kCols], s[kCols] = {}, q[kCols] = {};
+    for (int64_t j = 0; j < m; ++j) shift[j] = count0 == 0 ? static_cast<double>(rows[0][j0 + j]) : mean[j0 + j];
+    for (int r = 0; r < nrows; ++r) {
+      const T* x = rows[r] + j0;
+      for (int64_t j = 0; j < m; ++j) {
+        const double d = static_cast<double>(x[j]) - shift[j];
+        s[j] = s[j] + d;
+        const double dd = d * d;
+        q[j] = q[j] + dd;
+      }
+    }
+    for (int64_t j = 0; j < m; ++j) {
+      const double e = s[j] * bw.inv_r;
+      const double step = e * bw.w;
+      mean[j0 + j] = shift[j] + step;
+      const double se = s[j] * e;
+      double own = q[j] - se;
+      own = own < 0 ? 0 : own;
+      const double ee = e * e;
+      const double cross = ee * bw.c;
+      const double add = own + cross;
+      m2[j0 + j] = m2[j0 + j] + add;
+    }
   }
-  const double e = s * bw.inv_r;
-  const double step = e * bw.w;
-  mean = shift + step;
-  const double se = s * e;
-  double own = q - se;
-  own = own < 0 ? 0 : own;
-  const double ee = e * e;
-  const double cross = ee * bw.c;
-  const double add = own + cross;
-  m2 = m2 + add;
 }
-
 
 // float32 and float64 (reduce.cpp takes no other dtype here).
 template <class T>
@@ -228,12 +240,7 @@ struct ColumnMoments {
             return;
           }
         }
-        const column_rows_detail::BatchWeights bw = column_rows_detail::batch_weights(count, nrows);
-        double x[column_rows_detail::kMaxRows];
-        for (int64_t j = 0; j < n; ++j) {
-          for (int i = 0; i < nrows; ++i) x[i] = static_cast<double>(rows[i][j]);
-          batch_moments(x, nrows, count, bw, mu[j], sq[j]);
-        }
+        moments_rows_baseline(rows, nrows, count, mu, sq, n);
         count += nrows;
       });
     });
