@@ -5,10 +5,11 @@
 // [4096, 4096] float32 loaded, added and stored the partial sums once per row and
 // per 4 values and was bound by that loop, not by memory (one thread 26-33 GB/s
 // against 41 for the same values summed along dim 1); var's column loop ran in 2
-// double lanes and max's (a select with a 64-bit position) stayed scalar. Each lane
-// follows the baseline loop's operations in the same order, so the bits are the
-// baseline's (but for which operand's payload NaN + NaN keeps). Not part of the
-// public API.
+// double lanes and max's (a select with a 64-bit position) stayed scalar. The sums'
+// and var's lanes follow the baseline loop's operations in the same order, so the
+// bits are the baseline's (but for which operand's payload NaN + NaN keeps); the
+// extremes reach the baseline's results (the same values and positions) by other
+// instructions. Not part of the public API.
 #pragma once
 
 #include <cstdint>

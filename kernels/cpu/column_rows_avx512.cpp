@@ -1,8 +1,9 @@
 // The float32 column-schedule row loops of column_rows.h with AVX-512: the results of
 // 64 (sums) or 16 (extremes; moments, as two vectors of 8 doubles) adjacent outputs
 // stay in registers while every row of the batch is folded in, then go back once; a
-// masked last vector instead of a scalar tail. Separate multiplies and adds, no FMA:
-// the baseline's roundings.
+// masked last vector instead of a scalar tail. var's multiplies and adds stay
+// separate (no FMA: the baseline's roundings); the extremes' one FMA, v * 0 + seen,
+// only detects a NaN or an infinity.
 #include <cstdint>
 
 #if defined(__x86_64__)
@@ -76,7 +77,15 @@ void add_rows_f32(const float* const* rows, int nrows, float* part, int64_t n) {
     _mm512_storeu_ps(part + j + 32, c);
     _mm512_storeu_ps(part + j + 48, d);
   }
-  for (; j < n; j += 16) {
+  for (; j + 16 <= n; j += 16) {
+    __m512 a = _mm512_loadu_ps(part + j);
+    for (int r = 0; r < nrows; ++r) {
+      ahead(rows[r] + j);
+      a = _mm512_add_ps(a, _mm512_loadu_ps(rows[r] + j));
+    }
+    _mm512_storeu_ps(part + j, a);
+  }
+  if (j < n) {
     const __mmask16 m = first16(n - j);
     __m512 a = _mm512_maskz_loadu_ps(m, part + j);
     for (int r = 0; r < nrows; ++r) a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(m, rows[r] + j));

@@ -73,9 +73,10 @@ void for_each_row(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1
   }
 }
 
-// For float32 on a table of column_rows.h: collects rows of consecutive positions
-// into batches of up to kMaxRows and hands each batch to flush(rows, nrows, first
-// position) when it is full or when the caller says it must end (`last`).
+// Collects rows of consecutive positions into batches of up to kMaxRows (for the
+// loops of column_rows.h, and var's baseline loop) and hands each batch to
+// flush(rows, nrows, first position) when it is full or when the caller says it
+// must end (`last`).
 template <class T>
 struct RowBatch {
   const T* rows[column_rows_detail::kMaxRows];
@@ -177,6 +178,14 @@ struct ColumnSums {
 // infinity gives inf - inf = NaN, as in PyTorch. Columns go 64 at a time, so that
 // each line's loop runs across columns and vectorizes; each column's operations are
 // in the order above either way.
+//
+// float64 values can overflow it: [1e308, -1e308] gives d = -inf, and deviations
+// past 1e154 square to inf, then q - s e = inf - inf = NaN where the variance is inf.
+// So a float64 column whose batch or running mean reaches 2^500 in magnitude (or
+// holds a NaN or an infinity) is done again from the state it had, by Welford's
+// update row by row on values scaled by 2^-520: no product can overflow there, an m2
+// past the largest double becomes inf when scaled back, and the mean stays finite
+// (float32 values never come near).
 template <class T>
 void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, double* mean, double* m2, int64_t n) {
   EMBER_MOMENTS_NO_CONTRACT
@@ -184,6 +193,19 @@ void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, doub
   const column_rows_detail::BatchWeights bw = column_rows_detail::batch_weights(count0, nrows);
   for (int64_t j0 = 0; j0 < n; j0 += kCols) {
     const int64_t m = std::min(kCols, n - j0);
+    bool huge[kCols] = {}, any_huge = false;
+    double kept_mean[kCols], kept_m2[kCols];
+    if constexpr (std::is_same_v<T, double>) {
+      constexpr double kHuge = 0x1p500;
+      for (int64_t j = 0; j < m; ++j) {
+        bool h = count0 > 0 && !(std::fabs(mean[j0 + j]) < kHuge);
+        for (int r = 0; r < nrows; ++r) h |= !(std::fabs(rows[r][j0 + j]) < kHuge);
+        huge[j] = h;
+        any_huge |= h;
+        kept_mean[j] = mean[j0 + j];
+        kept_m2[j] = m2[j0 + j];
+      }
+    }
     double shift[kCols], s[kCols] = {}, q[kCols] = {};
     for (int64_t j = 0; j < m; ++j) shift[j] = count0 == 0 ? static_cast<double>(rows[0][j0 + j]) : mean[j0 + j];
     for (int r = 0; r < nrows; ++r) {
@@ -206,6 +228,20 @@ void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, doub
       const double cross = ee * bw.c;
       const double add = own + cross;
       m2[j0 + j] = m2[j0 + j] + add;
+    }
+    if (!any_huge) continue;
+    constexpr double kDown = 0x1p-520, kUp = 0x1p520;
+    for (int64_t j = 0; j < m; ++j) {
+      if (!huge[j]) continue;
+      double mu = kept_mean[j] * kDown, sq = kept_m2[j];
+      for (int r = 0; r < nrows; ++r) {
+        const double x = static_cast<double>(rows[r][j0 + j]) * kDown;
+        const double d = x - mu;
+        mu += d * (1.0 / static_cast<double>(count0 + r + 1));
+        sq += std::fabs(d * (x - mu)) * kUp * kUp;
+      }
+      mean[j0 + j] = mu * kUp;
+      m2[j0 + j] = sq;
     }
   }
 }

@@ -16,6 +16,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/isa_guard.h"
 #include "kernels/cpu/column_rows.h"
+#include "kernels/cpu/reduce_columns.h"
 #include "kernels/cpu/reduce_runs.h"
 
 using namespace ember;
@@ -300,9 +301,12 @@ TEST_CASE("add_rows_f32: a batch of rows added into part, the same bits as addin
 TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same results as plain loops", "[kernels][reduce]") {
   // The column schedule's other two row loops against plain loops written here: the
   // extreme and its position (ties keep the earlier row, the first NaN stays) bit for
-  // bit, in columns that take the fast loop and in those with a NaN or an infinity
-  // that take the exact one, and the batch's moments merged in double (no multiply-add
-  // contracted) bit for bit.
+  // bit, on rows without a NaN or an infinity (every 16 columns, the partial last
+  // ones included, take the fast loop) and on rows with them (those columns take the
+  // exact loop); and the batch's moments merged in double (no multiply-add
+  // contracted) bit for bit, by the AVX-512 loop and by reduce_columns.h's baseline
+  // loop (var's on CPUs without AVX-512, and float64's), with a NaN and an infinity
+  // in two columns.
   ember::testing::IsaGuard guard;
   std::mt19937 g(23);
   std::uniform_int_distribution<int> small(-6, 6);
@@ -310,50 +314,57 @@ TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same resu
   if (!ember::cpu::set_isa("avx512")) return;
   const auto* k = ember::cpu::column_row_kernels();
   REQUIRE(k != nullptr);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (int64_t n : kSizes)
     for (int nrows = 1; nrows <= ember::cpu::column_rows_detail::kMaxRows; ++nrows) {
       std::vector<std::vector<float>> rows(static_cast<size_t>(nrows), std::vector<float>(static_cast<size_t>(n + 16)));
       const float* ptrs[ember::cpu::column_rows_detail::kMaxRows];
-      for (int r = 0; r < nrows; ++r) {
-        for (float& v : rows[r]) v = static_cast<float>(small(g)) / 2;  // ties
-        ptrs[r] = rows[r].data();
-      }
-      rows[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
-      if (nrows > 1) rows[0][static_cast<size_t>(n - 1)] = std::numeric_limits<float>::quiet_NaN();
-      // Infinities (which send their 16 columns to the exact loop, as a NaN does) in
-      // the middle, away from the NaNs where n allows.
-      const float inf = std::numeric_limits<float>::infinity();
-      rows[0][static_cast<size_t>(n / 2)] = nrows > 1 ? inf : -inf;
-      rows[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n / 3)] = -inf;
-      for (bool want_max : {true, false}) {
-        std::vector<float> best(static_cast<size_t>(n + 16)), wb;
-        std::vector<int64_t> pos(static_cast<size_t>(n + 16), -7), wp;
-        for (float& v : best) v = static_cast<float>(small(g)) / 2;
-        best[0] = std::numeric_limits<float>::quiet_NaN();  // a NaN already held stays
-        wb = best;
-        wp = pos;
-        for (int64_t j = 0; j < n; ++j)
-          for (int r = 0; r < nrows; ++r) {
-            const float v = rows[r][j];
-            const bool take = !std::isnan(wb[j]) && (std::isnan(v) || (want_max ? v > wb[j] : v < wb[j]));
-            if (take) {
-              wb[j] = v;
-              wp[j] = 100 + r;
-            }
-          }
-        k->extreme_rows_f32(ptrs, nrows, 100, want_max, best.data(), pos.data(), n);
-        INFO("extremes: n " << n << ", " << nrows << " rows, " << (want_max ? "max" : "min"));
-        int64_t bad = 0;
-        for (int64_t j = 0; j < n + 16; ++j) {
-          const bool same = std::isnan(wb[j]) ? std::isnan(best[j]) : best[j] == wb[j];
-          bad += same && pos[j] == wp[j] ? 0 : 1;
+      for (int r = 0; r < nrows; ++r) ptrs[r] = rows[r].data();
+      for (bool specials : {false, true}) {
+        for (int r = 0; r < nrows; ++r)
+          for (float& v : rows[r]) v = static_cast<float>(small(g)) / 2;  // ties
+        if (specials) {
+          rows[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n - 1)] = nan;
+          if (nrows > 1) rows[0][static_cast<size_t>(n - 1)] = nan;
+          // Infinities (which send their 16 columns to the exact loop, as a NaN does)
+          // in the middle, away from the NaNs where n allows.
+          rows[0][static_cast<size_t>(n / 2)] = nrows > 1 ? inf : -inf;
+          rows[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n / 3)] = -inf;
         }
-        CHECK(bad == 0);
+        for (bool want_max : {true, false}) {
+          std::vector<float> best(static_cast<size_t>(n + 16)), wb;
+          std::vector<int64_t> pos(static_cast<size_t>(n + 16), -7), wp;
+          for (float& v : best) v = static_cast<float>(small(g)) / 2;
+          best[0] = nan;  // a NaN already held stays
+          wb = best;
+          wp = pos;
+          for (int64_t j = 0; j < n; ++j)
+            for (int r = 0; r < nrows; ++r) {
+              const float v = rows[r][j];
+              const bool take = !std::isnan(wb[j]) && (std::isnan(v) || (want_max ? v > wb[j] : v < wb[j]));
+              if (take) {
+                wb[j] = v;
+                wp[j] = 100 + r;
+              }
+            }
+          k->extreme_rows_f32(ptrs, nrows, 100, want_max, best.data(), pos.data(), n);
+          INFO("extremes: n " << n << ", " << nrows << " rows, " << (want_max ? "max" : "min")
+                              << (specials ? ", NaN and infinities" : ""));
+          int64_t bad = 0;
+          for (int64_t j = 0; j < n + 16; ++j) {
+            const bool same = std::isnan(wb[j]) ? std::isnan(best[j]) : best[j] == wb[j];
+            bad += same && pos[j] == wp[j] ? 0 : 1;
+          }
+          CHECK(bad == 0);
+        }
       }
       // Moments of smooth data after 5 earlier rows (the shift is the running mean),
-      // and of a column's first batch (count 0: the shift is the first row).
+      // and of a column's first batch (count 0: the shift is the first row); column 1
+      // holds a NaN and column 2 an infinity where n allows (their moments NaN).
       for (int r = 0; r < nrows; ++r)
         for (float& v : rows[r]) v = 100 + u(g);
+      if (n > 1) rows[0][1] = nan;
+      if (n > 2) rows[static_cast<size_t>(nrows - 1)][2] = inf;
       for (int64_t count0 : {int64_t(5), int64_t(0)}) {
         std::vector<double> mean(static_cast<size_t>(n + 16)), m2(static_cast<size_t>(n + 16));
         for (double& v : mean) v = 100 + u(g);
@@ -374,16 +385,23 @@ TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same resu
           const double step = e * w;
           wm[j] = shift + step;
           const double se = sum * e;
-          const double own = std::max(0.0, sq - se);
+          const double dev = sq - se;
+          const double own = dev < 0 ? 0 : dev;  // a NaN stays
           const double ee = e * e;
           const double cross = ee * c;
           w2[j] = w2[j] + (own + cross);
         }
-        k->moments_rows_f32(ptrs, nrows, count0, mean.data(), m2.data(), n);
-        INFO("moments: n " << n << ", " << nrows << " rows after " << count0);
-        int64_t bad = 0;
-        for (int64_t j = 0; j < n + 16; ++j) bad += mean[j] == wm[j] && m2[j] == w2[j] ? 0 : 1;
-        CHECK(bad == 0);
+        const auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; };
+        for (bool baseline : {false, true}) {
+          std::vector<double> gm = mean, g2 = m2;
+          if (baseline) ember::cpu::reduce_detail::moments_rows_baseline(ptrs, nrows, count0, gm.data(), g2.data(), n);
+          else k->moments_rows_f32(ptrs, nrows, count0, gm.data(), g2.data(), n);
+          INFO("moments: n " << n << ", " << nrows << " rows after " << count0 << (baseline ? ", baseline" : ", avx512"));
+          int64_t bad = 0;
+          for (int64_t j = 0; j < n + 16; ++j) bad += same(gm[j], wm[j]) && same(g2[j], w2[j]) ? 0 : 1;
+          CHECK(bad == 0);
+          if (n > 2) CHECK((std::isnan(g2[1]) && std::isnan(g2[2])));
+        }
       }
     }
 }

@@ -432,39 +432,55 @@ TEST_CASE("column schedule: var and max/min with their positions over strided di
   }
 }
 
-TEST_CASE("column schedule: float32 var of columns far from 0, trending or with an outlier matches float64",
+TEST_CASE("column schedule: var of columns far from 0, trending, with an outlier or near overflow matches float64",
           "[ops][reduce]") {
   // The column schedule folds batches of rows into a running mean and m2, each batch
   // shifted by the running mean (or its first value): these columns are where a
-  // shift far from the values would cancel. 10000 + k / 64 (a spread far below the
-  // offset), a trend down the rows, and a first value of 1e6 above values in [-1, 1].
+  // shift far from the values would cancel. 10000 + k / 64 in float32 and 1e9 + k /
+  // 1024 in float64 (a spread far below the offset: an unshifted batch of the float64
+  // column loses all its digits), a trend down the rows, and a first value of 1e6
+  // above values in [-1, 1]. float64 also holds columns of +-1e152 (squares near
+  // 1e304: Welford's update row by row, still finite) and of +-1e308, whose variance
+  // overflows: inf, not NaN, as the row schedule gives.
   std::mt19937_64 rng(1011);
   std::uniform_int_distribution<int> k(-64, 64);
-  const int64_t rows = 3000, cols = 48;
-  std::vector<double> v(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < cols; ++j) {
-      double& e = v[static_cast<size_t>(r * cols + j)];
-      if (j < 16) e = 10000 + k(rng) / 64.0;
-      else if (j < 32) e = static_cast<double>(r) + k(rng) / 64.0;
-      else e = r == 0 ? 1e6 : k(rng) / 64.0;
-    }
-  Tensor x = ref::make({rows, cols}, kFloat32, v);
-  const Groups g = group(ref::read(x), mask_of({0}, 2));
-  Array want{g.out_shape, {}};
-  std::vector<double> allowed;
-  for (const auto& col : g.values) {
-    want.v.push_back(var_of(col, 1));
-    allowed.push_back(2e-7 * std::fabs(var_of(col, 1)));  // the float32 result's rounding and a little
-  }
   struct Restore {
     int threads = get_num_threads();
     ~Restore() { set_num_threads(threads); }
   } restore;
-  for (int threads : {1, 2}) {
-    set_num_threads(threads);
-    INFO(threads << " threads");
-    CHECK(ref::compare_within(x.var({0}), want, allowed) == "");
+  for (DType dt : {kFloat32, kFloat64}) {
+    const bool f64 = dt == kFloat64;
+    const int64_t rows = 3000, cols = f64 ? 80 : 48;
+    std::vector<double> v(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j) {
+        double& e = v[static_cast<size_t>(r * cols + j)];
+        const double sign = r % 2 ? 1.0 : -1.0;
+        if (j < 16) e = f64 ? 1e9 + k(rng) / 1024.0 : 10000 + k(rng) / 64.0;
+        else if (j < 32) e = static_cast<double>(r) + k(rng) / 64.0;
+        else if (j < 48) e = r == 0 ? 1e6 : k(rng) / 64.0;
+        else if (j < 64) e = sign * 1e152 * (1 + k(rng) / 1024.0);
+        else e = sign * 1e308;
+      }
+    Tensor x = ref::make({rows, cols}, dt, v);
+    const Groups g = group(ref::read(x), mask_of({0}, 2));
+    Array want{g.out_shape, {}};
+    std::vector<double> allowed;
+    for (size_t j = 0; j < g.values.size(); ++j) {
+      want.v.push_back(var_of(g.values[j], 1));
+      // float32: the result's rounding and a little. float64: 1e-10, but 1e-6 for the
+      // columns at 1e9 + k / 1024 (|mean| / sd = 3e10): their running mean moves in
+      // steps of an ulp of 1e9, 1.2e-7, and one-pass updates (this one, Welford's)
+      // carry that into m2 (3e-7 measured); an unshifted batch is off by a factor 200.
+      const double rel = !f64 ? 2e-7 : j < 16 ? 1e-6 : 1e-10;
+      allowed.push_back(rel * std::fabs(want.v.back()));
+    }
+    for (int64_t j = 64; j < cols; ++j) REQUIRE(std::isinf(want.v[static_cast<size_t>(j)]));
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      INFO(ref::str(dt) << ", " << threads << " threads");
+      CHECK(ref::compare_within(x.var({0}), want, allowed) == "");
+    }
   }
 }
 
