@@ -197,14 +197,16 @@ void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, doub
     double kept_mean[kCols], kept_m2[kCols];
     if constexpr (std::is_same_v<T, double>) {
       constexpr double kHuge = 0x1p500;
-      for (int64_t j = 0; j < m; ++j) {
-        bool h = count0 > 0 && !(std::fabs(mean[j0 + j]) < kHuge);
-        for (int r = 0; r < nrows; ++r) h |= !(std::fabs(rows[r][j0 + j]) < kHuge);
-        huge[j] = h;
-        any_huge |= h;
-        kept_mean[j] = mean[j0 + j];
-        kept_m2[j] = m2[j0 + j];
-      }
+      if (count0 > 0)
+        for (int64_t j = 0; j < m; ++j) huge[j] = !(std::fabs(mean[j0 + j]) < kHuge);
+      for (int r = 0; r < nrows; ++r)  // row by row, so that the loop runs across columns
+        for (int64_t j = 0; j < m; ++j) huge[j] |= !(std::fabs(rows[r][j0 + j]) < kHuge);
+      for (int64_t j = 0; j < m; ++j) any_huge |= huge[j];
+      if (any_huge)
+        for (int64_t j = 0; j < m; ++j) {
+          kept_mean[j] = mean[j0 + j];
+          kept_m2[j] = m2[j0 + j];
+        }
     }
     double shift[kCols], s[kCols] = {}, q[kCols] = {};
     for (int64_t j = 0; j < m; ++j) shift[j] = count0 == 0 ? static_cast<double>(rows[0][j0 + j]) : mean[j0 + j];
