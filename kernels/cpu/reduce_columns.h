@@ -170,7 +170,7 @@ struct ColumnSums {
 // running mean, or the batch's first value when the column has none yet (count0 ==
 // 0), so that the deviations d = x - K are small; s and q sum d and d * d over the
 // batch; e = s * inv_r; then
-//   mean = K + e * w,  m2 += max(0, q - s * e) + (e * e) * c,
+//   mean = K + e * w,  m2 += (q - s * e, clamped at 0) + (e * e) * c,
 // Chan et al.'s merge of the batch's moments (m2 of the batch = q - s e, which
 // rounding may leave a hair below 0; NaN stays NaN) with the running ones. One
 // subtract, two adds and a multiply a value where Welford's per-value update takes
@@ -235,7 +235,8 @@ void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, doub
     constexpr double kDown = 0x1p-520, kUp = 0x1p520;
     for (int64_t j = 0; j < m; ++j) {
       if (!huge[j]) continue;
-      double mu = kept_mean[j] * kDown, sq = kept_m2[j];
+      // A column's first batch (count0 == 0) starts from nothing, whatever the state holds.
+      double mu = count0 == 0 ? 0.0 : kept_mean[j] * kDown, sq = count0 == 0 ? 0.0 : kept_m2[j];
       for (int r = 0; r < nrows; ++r) {
         const double x = static_cast<double>(rows[r][j0 + j]) * kDown;
         const double d = x - mu;

@@ -126,6 +126,10 @@ struct Moments {
 
   // Chan et al.'s pairwise update: the moments of this set followed by `o`. NaN
   // (or an infinity, whose deviation is inf - inf) in either side makes both NaN.
+  // Two finite means of opposite signs near the largest double (1e308 and -1e308)
+  // differ by more than it: delta is inf, where mean + delta * (nb / nt) would make
+  // the mean inf (and the next merge NaN). Then the mean is the weighted sum of the
+  // two, which stays finite, and m2 is inf, as the variance is.
   void merge(const Moments& o) {
     if (o.n == 0) return;
     if (n == 0) {
@@ -134,8 +138,13 @@ struct Moments {
     }
     const double na = static_cast<double>(n), nb = static_cast<double>(o.n), nt = na + nb;
     const double delta = o.mean - mean;
-    mean += delta * (nb / nt);
-    m2 += o.m2 + delta * delta * (na * nb / nt);
+    if (std::isinf(delta) && std::isfinite(mean) && std::isfinite(o.mean)) {
+      mean = mean * (na / nt) + o.mean * (nb / nt);
+      m2 = std::numeric_limits<double>::infinity();
+    } else {
+      mean += delta * (nb / nt);
+      m2 += o.m2 + delta * delta * (na * nb / nt);
+    }
     n += o.n;
   }
 };

@@ -298,6 +298,38 @@ TEST_CASE("add_rows_f32: a batch of rows added into part, the same bits as addin
   }
 }
 
+// The column schedule's var update for a batch of rows (column_rows.h), written
+// here from its description: per column, the shift (the running mean, or the first
+// row when count0 == 0), the sums of d and d * d, then the merge. One statement per
+// operation, so that nothing is contracted into a multiply-add.
+template <class T>
+void batch_moments_reference(const std::vector<std::vector<T>>& rows, int nrows, int64_t count0,
+                             std::vector<double>& mean, std::vector<double>& m2, int64_t n) {
+  const double rr = nrows, total = static_cast<double>(count0) + rr, w = rr / total;
+  const double c = static_cast<double>(count0) * w, inv_r = 1.0 / rr;
+  for (int64_t j = 0; j < n; ++j) {
+    const double shift = count0 == 0 ? static_cast<double>(rows[0][j]) : mean[j];
+    double sum = 0, sq = 0;
+    for (int r = 0; r < nrows; ++r) {
+      const double d = static_cast<double>(rows[r][j]) - shift;
+      sum = sum + d;
+      const double dd = d * d;
+      sq = sq + dd;
+    }
+    const double e = sum * inv_r;
+    const double step = e * w;
+    mean[j] = shift + step;
+    const double se = sum * e;
+    const double dev = sq - se;
+    const double own = dev < 0 ? 0 : dev;  // a NaN stays
+    const double ee = e * e;
+    const double cross = ee * c;
+    m2[j] = m2[j] + (own + cross);
+  }
+}
+
+bool same_or_nan(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
 TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same results as plain loops", "[kernels][reduce]") {
   // The column schedule's other two row loops against plain loops written here: the
   // extreme and its position (ties keep the earlier row, the first NaN stays) bit for
@@ -370,38 +402,98 @@ TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same resu
         for (double& v : mean) v = 100 + u(g);
         for (double& v : m2) v = count0 == 0 ? 0 : u(g) + 1;
         std::vector<double> wm = mean, w2 = m2;
-        const double rr = nrows, total = static_cast<double>(count0) + rr, w = rr / total;
-        const double c = static_cast<double>(count0) * w, inv_r = 1.0 / rr;
-        for (int64_t j = 0; j < n; ++j) {
-          const double shift = count0 == 0 ? static_cast<double>(rows[0][j]) : wm[j];
-          double sum = 0, sq = 0;
-          for (int r = 0; r < nrows; ++r) {
-            const double d = static_cast<double>(rows[r][j]) - shift;
-            sum = sum + d;
-            const double dd = d * d;  // a statement each: no multiply-add contracted
-            sq = sq + dd;
-          }
-          const double e = sum * inv_r;
-          const double step = e * w;
-          wm[j] = shift + step;
-          const double se = sum * e;
-          const double dev = sq - se;
-          const double own = dev < 0 ? 0 : dev;  // a NaN stays
-          const double ee = e * e;
-          const double cross = ee * c;
-          w2[j] = w2[j] + (own + cross);
-        }
-        const auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; };
-        for (bool baseline : {false, true}) {
-          std::vector<double> gm = mean, g2 = m2;
-          if (baseline) ember::cpu::reduce_detail::moments_rows_baseline(ptrs, nrows, count0, gm.data(), g2.data(), n);
-          else k->moments_rows_f32(ptrs, nrows, count0, gm.data(), g2.data(), n);
-          INFO("moments: n " << n << ", " << nrows << " rows after " << count0 << (baseline ? ", baseline" : ", avx512"));
-          int64_t bad = 0;
-          for (int64_t j = 0; j < n + 16; ++j) bad += same(gm[j], wm[j]) && same(g2[j], w2[j]) ? 0 : 1;
-          CHECK(bad == 0);
-          if (n > 2) CHECK((std::isnan(g2[1]) && std::isnan(g2[2])));
-        }
+        batch_moments_reference(rows, nrows, count0, wm, w2, n);
+        std::vector<double> gm = mean, g2 = m2;
+        k->moments_rows_f32(ptrs, nrows, count0, gm.data(), g2.data(), n);
+        INFO("moments: n " << n << ", " << nrows << " rows after " << count0);
+        int64_t bad = 0;
+        for (int64_t j = 0; j < n + 16; ++j) bad += same_or_nan(gm[j], wm[j]) && same_or_nan(g2[j], w2[j]) ? 0 : 1;
+        CHECK(bad == 0);
+        if (n > 2) CHECK((std::isnan(g2[1]) && std::isnan(g2[2])));
       }
     }
+}
+
+TEST_CASE("moments_rows_baseline: float32 and float64 batches as the plain loop, float64 past 2^500 by Welford",
+          "[kernels][reduce]") {
+  // reduce_columns.h's baseline var loop (CPUs without AVX-512, and every float64
+  // column): bit for bit the plain loop above, for both dtypes, with a NaN and an
+  // infinity (NaN moments). Then float64 columns that the batch form would overflow,
+  // in a block with ordinary ones: +-1e200 and +-1e308 give m2 = inf with a finite
+  // mean, +-1e152 the float64 m2 of a long double two-pass sum within 1e-12, and
+  // the ordinary columns of the same 64-column block stay bit for bit the plain
+  // loop's; a first batch (count0 == 0) ignores the mean the state held (NaN here).
+  using ember::cpu::reduce_detail::moments_rows_baseline;
+  std::mt19937 g(29);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const auto run = [&]<class T>(T) {
+    for (int64_t n : {int64_t(1), int64_t(3), int64_t(63), int64_t(64), int64_t(65), int64_t(130)})
+      for (int nrows = 1; nrows <= ember::cpu::column_rows_detail::kMaxRows; ++nrows)
+        for (int64_t count0 : {int64_t(5), int64_t(0)}) {
+          std::vector<std::vector<T>> rows(static_cast<size_t>(nrows), std::vector<T>(static_cast<size_t>(n)));
+          const T* ptrs[ember::cpu::column_rows_detail::kMaxRows];
+          for (int r = 0; r < nrows; ++r) {
+            for (T& v : rows[r]) v = static_cast<T>(100 + u(g));
+            ptrs[r] = rows[r].data();
+          }
+          if (n > 1) rows[0][1] = std::numeric_limits<T>::quiet_NaN();
+          if (n > 2) rows[static_cast<size_t>(nrows - 1)][2] = std::numeric_limits<T>::infinity();
+          std::vector<double> mean(static_cast<size_t>(n)), m2(static_cast<size_t>(n));
+          for (double& v : mean) v = 100 + u(g);
+          for (double& v : m2) v = count0 == 0 ? 0 : u(g) + 1;
+          std::vector<double> wm = mean, w2 = m2;
+          batch_moments_reference(rows, nrows, count0, wm, w2, n);
+          moments_rows_baseline(ptrs, nrows, count0, mean.data(), m2.data(), n);
+          INFO((sizeof(T) == 8 ? "float64" : "float32") << ": n " << n << ", " << nrows << " rows after " << count0);
+          // float64's NaN and infinity columns take Welford's update (whose mean of an
+          // infinity is inf, where the batch form's is NaN): m2 is NaN either way.
+          int64_t bad = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            const bool welford = sizeof(T) == 8 && (j == 1 || j == 2);
+            bad += (welford || same_or_nan(mean[j], wm[j])) && same_or_nan(m2[j], w2[j]) ? 0 : 1;
+          }
+          CHECK(bad == 0);
+          if (n > 2) CHECK((std::isnan(m2[1]) && std::isnan(m2[2])));
+        }
+  };
+  run(0.0f);
+  run(0.0);
+  // float64 past 2^500: columns 0 (+-1e200), 1 (+-1e152, spread), 65 (+-1e308); the
+  // rest ordinary. Two batches of 8 rows: the first from a state whose mean holds NaN
+  // (a first batch never reads it) and whose m2 is 0.
+  const int64_t n = 70;
+  const int nrows = 8;
+  std::vector<double> mean(n, std::numeric_limits<double>::quiet_NaN()), m2(n, 0.0);
+  std::vector<std::vector<double>> all;  // every row of both batches, for column 1's reference
+  for (int64_t count0 : {int64_t(0), int64_t(8)}) {
+    std::vector<std::vector<double>> rows(nrows, std::vector<double>(n));
+    const double* ptrs[ember::cpu::column_rows_detail::kMaxRows];
+    for (int r = 0; r < nrows; ++r) {
+      for (double& v : rows[r]) v = 100 + u(g);
+      const double sign = r % 2 ? 1.0 : -1.0;
+      rows[r][0] = sign * 1e200;
+      rows[r][1] = sign * 1e152 * (1 + u(g) / 4);
+      rows[r][65] = sign * 1e308;
+      ptrs[r] = rows[r].data();
+      all.push_back(rows[r]);
+    }
+    std::vector<double> wm = mean, w2 = m2;
+    batch_moments_reference(rows, nrows, count0, wm, w2, n);
+    moments_rows_baseline(ptrs, nrows, count0, mean.data(), m2.data(), n);
+    INFO("float64 past 2^500, rows " << count0 << " to " << count0 + nrows);
+    int64_t bad = 0;
+    for (int64_t j = 0; j < n; ++j)
+      if (j != 0 && j != 1 && j != 65) bad += mean[j] == wm[j] && m2[j] == w2[j] ? 0 : 1;
+    CHECK(bad == 0);
+    CHECK(std::isinf(m2[0]));
+    CHECK(std::isinf(m2[65]));
+    CHECK(std::isfinite(mean[0]));
+    CHECK(std::isfinite(mean[65]));
+    long double mu = 0, sq = 0;
+    for (const auto& row : all) mu += row[1];
+    mu /= static_cast<long double>(all.size());
+    for (const auto& row : all) sq += (row[1] - mu) * (row[1] - mu);
+    CHECK(std::fabs(static_cast<double>(m2[1] - sq)) <= 1e-12 * static_cast<double>(sq));
+    CHECK(std::fabs(static_cast<double>(mean[1] - mu)) <= 1e-12 * 1e152);
+  }
 }
