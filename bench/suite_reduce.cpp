@@ -1,7 +1,7 @@
 // The reduce suite: reductions of 16M float32 elements in GB/s (bytes read) against
 // the copy bandwidth: a full sum, rows and columns of a 4096x4096 matrix, the max
 // with indices along rows and down columns, var down columns, and the mean of 14x14
-// planes (a global average pool).
+// planes (a global average pool); float16 sums and bfloat16 var and max down columns.
 #include "bench/suite_memory_bound.h"
 #include "ember.h"
 
@@ -35,6 +35,11 @@ void run(const Options& opt, Report& report) {
   Tensor ah = a.to(kFloat16), mh = m.to(kFloat16);  // half precision: half the bytes
   report_bandwidth(report, opt, "reduce", "sum all 16M f16", bytes / 2, [&] { Tensor s = ah.sum(); });
   report_bandwidth(report, opt, "reduce", "sum dim 0 [4096,4096] f16", bytes / 2, [&] { Tensor s = mh.sum({0}); });
+  // bfloat16 (autocast's CPU dtype) down the columns: the 16-bit rows widened as the
+  // AVX-512 loops load them.
+  Tensor mb = m.to(kBFloat16);
+  report_bandwidth(report, opt, "reduce", "var dim 0 [4096,4096] bf16", bytes / 2, [&] { Tensor s = mb.var({0}); });
+  report_bandwidth(report, opt, "reduce", "max dim 0 with indices bf16", bytes / 2, [&] { auto r = mb.max(0); });
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace ember::cpu {
 
 const column_rows_detail::ColumnRowKernels* column_row_kernels() {
   using namespace column_rows_detail;
-  static const ColumnRowKernels generic = {"generic", nullptr, nullptr, nullptr};
+  static const ColumnRowKernels generic = {"generic", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   static const PerIsa<ColumnRowKernels> tables(&generic, nullptr, column_row_kernels_avx512(), nullptr);
   const ColumnRowKernels& k = tables.pick();
   return k.add_rows_f32 ? &k : nullptr;

@@ -34,6 +34,16 @@ struct ColumnRowKernels {
   // operations.
   void (*moments_rows_f32)(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2,
                            int64_t n);
+  // The same two on rows of float16 (f16) or bfloat16 (bf16) bits, each value widened
+  // to float32 as it is loaded: the results of the float32 loops on the widened rows.
+  void (*extreme_rows_f16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
+                           int64_t n);
+  void (*extreme_rows_bf16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best,
+                            int64_t* pos, int64_t n);
+  void (*moments_rows_f16)(const uint16_t* const* rows, int nrows, int64_t count0, double* mean, double* m2,
+                           int64_t n);
+  void (*moments_rows_bf16)(const uint16_t* const* rows, int nrows, int64_t count0, double* mean, double* m2,
+                            int64_t n);
 };
 
 // The per-batch weights of moments_rows_f32: a batch of R rows after count0 values

@@ -1,10 +1,12 @@
-// The float32 column-schedule row loops of column_rows.h with AVX-512: the results of
-// 64 (sums) or 16 (extremes; moments, as two vectors of 8 doubles) adjacent outputs
-// stay in registers while every row of the batch is folded in, then go back once; a
-// masked last vector instead of a scalar tail. var's multiplies and adds stay
-// separate (no FMA: the baseline's roundings); the extremes' one FMA, v * 0 + seen,
-// only detects a NaN or an infinity.
+// The column-schedule row loops of column_rows.h with AVX-512: the results of 64
+// (sums) or 16 (extremes; moments, as two vectors of 8 doubles) adjacent outputs stay
+// in registers while every row of the batch is folded in, then go back once; a masked
+// last vector instead of a scalar tail. The extremes and moments also read float16
+// and bfloat16 rows, widened to float32 in registers as they are loaded. var's
+// multiplies and adds stay separate (no FMA: the baseline's roundings); the
+// extremes' one FMA, v * 0 + seen, only detects a NaN or an infinity.
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -27,20 +29,50 @@ inline __mmask16 first16(int64_t k) { return k >= 16 ? __mmask16(0xffff) : __mma
 // a harness of these loops on both threads of [4096, 4096] read 100-107 GB/s for the
 // sum over dim 0 (78-81 without), 67-72 for the max with positions (55-57) and
 // 53-56 for var (44-47); 128 floats ahead gained less, 768 lost some.
-// A prefetch never faults, so reading past a row's end is harmless.
+// A prefetch never faults, so reading past a row's end is harmless. 16-bit rows are
+// fetched the same 1536 bytes ahead (768 values; fetching each line once instead of
+// twice changed nothing measurable; into L2 only, float32's max lost a fifth).
 constexpr int64_t kAhead = 384;
-inline void ahead(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p + kAhead), _MM_HINT_T0); }
+template <class S>
+inline void ahead(const S* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p) + kAhead * 4, _MM_HINT_T0);
+}
+
+// The element types a row may hold: float32, or the bits of a 16-bit float, which
+// loads widen to float32 (exactly): bfloat16 is a float32's top half, float16 goes
+// through vcvtph2ps.
+struct F32 {
+  using S = float;
+};
+struct BF16 {
+  using S = uint16_t;
+};
+struct F16 {
+  using S = uint16_t;
+};
 
 // Loads of a whole vector, or of the lanes of mask m (zero elsewhere) in a row's
 // last, partial one: on this CPU a masked load costs more than a plain one (var over
 // dim 0 read 43 GB/s with masked loads throughout, 55 with plain ones in full chunks).
-template <bool kFull>
-inline __m512 load16(const float* p, __mmask16 m) {
-  return kFull ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+template <bool kFull, class E = F32>
+inline __m512 load16(const typename E::S* p, __mmask16 m) {
+  if constexpr (std::is_same_v<E, F32>) {
+    return kFull ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+  } else {
+    const __m256i h = kFull ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)) : _mm256_maskz_loadu_epi16(m, p);
+    if constexpr (std::is_same_v<E, F16>) return _mm512_cvtph_ps(h);
+    else return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
 }
-template <bool kFull>
-inline __m256 load8(const float* p, __mmask8 m) {
-  return kFull ? _mm256_loadu_ps(p) : _mm256_maskz_loadu_ps(m, p);
+template <bool kFull, class E = F32>
+inline __m256 load8(const typename E::S* p, __mmask8 m) {
+  if constexpr (std::is_same_v<E, F32>) {
+    return kFull ? _mm256_loadu_ps(p) : _mm256_maskz_loadu_ps(m, p);
+  } else {
+    const __m128i h = kFull ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)) : _mm_maskz_loadu_epi16(m, p);
+    if constexpr (std::is_same_v<E, F16>) return _mm256_cvtph_ps(h);
+    else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
 }
 template <bool kFull>
 inline __m512d load8d(const double* p, __mmask8 m) {
@@ -97,16 +129,16 @@ void add_rows_f32(const float* const* rows, int nrows, float* part, int64_t n) {
 // in two (8 int64 lanes each, the low and high halves of the win mask), NaN tracked
 // by compare. The fallback of extreme_rows for the columns whose rows hold a NaN or
 // an infinity.
-template <bool kMax>
-void extreme_rows_exact(const float* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos, int64_t j,
-                        __mmask16 m) {
+template <bool kMax, class E>
+void extreme_rows_exact(const typename E::S* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos,
+                        int64_t j, __mmask16 m) {
   constexpr int kBeyond = kMax ? _CMP_GT_OQ : _CMP_LT_OQ;
   __m512 b = _mm512_maskz_loadu_ps(m, best + j);
   __m512i lo = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(m), pos + j);
   __m512i hi = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(m >> 8), pos + j + 8);
   for (int r = 0; r < nrows; ++r) {
     ahead(rows[r] + j);
-    const __m512 v = _mm512_maskz_loadu_ps(m, rows[r] + j);
+    const __m512 v = load16<false, E>(rows[r] + j, m);
     const __mmask16 best_nan = _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
     const __mmask16 win = static_cast<__mmask16>(
         (_mm512_cmp_ps_mask(v, b, kBeyond) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)) & ~best_nan & m);
@@ -128,8 +160,8 @@ void extreme_rows_exact(const float* const* rows, int nrows, int64_t pos0, float
 // ran at half the speed: its NaN masks and two 64-bit blends a row made it bound by
 // instructions, not memory (both threads of [4096, 4096] max over dim 0 read 25-29
 // GB/s against 60-75 for the sum in the same harness; this form 49-56).
-template <bool kMax, bool kFull>
-void extreme_chunk(const float* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos, int64_t j,
+template <bool kMax, bool kFull, class E>
+void extreme_chunk(const typename E::S* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos, int64_t j,
                    __mmask16 m) {
   constexpr int kBeyond = kMax ? _CMP_GT_OQ : _CMP_LT_OQ;
   const __m512 zero = _mm512_setzero_ps();
@@ -138,14 +170,14 @@ void extreme_chunk(const float* const* rows, int nrows, int64_t pos0, float* bes
   __m512 nan_seen = zero;
   for (int r = 0; r < nrows; ++r) {
     ahead(rows[r] + j);
-    const __m512 v = load16<kFull>(rows[r] + j, m);
+    const __m512 v = load16<kFull, E>(rows[r] + j, m);
     const __mmask16 win = _mm512_cmp_ps_mask(v, b, kBeyond);
     nan_seen = _mm512_fmadd_ps(v, zero, nan_seen);
     b = _mm512_mask_blend_ps(win, b, v);
     row = _mm512_mask_blend_epi32(win, row, _mm512_set1_epi32(r));
   }
   if (_mm512_cmp_ps_mask(nan_seen, nan_seen, _CMP_UNORD_Q) != 0) {
-    extreme_rows_exact<kMax>(rows, nrows, pos0, best, pos, j, m);
+    extreme_rows_exact<kMax, E>(rows, nrows, pos0, best, pos, j, m);
     return;
   }
   const __m512i start = _mm512_set1_epi64(pos0);
@@ -158,17 +190,18 @@ void extreme_chunk(const float* const* rows, int nrows, int64_t pos0, float* bes
   _mm512_mask_storeu_epi64(pos + j + 8, static_cast<__mmask8>(won >> 8), hi);
 }
 
-template <bool kMax>
-void extreme_rows(const float* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos, int64_t n) {
+template <bool kMax, class E>
+void extreme_rows(const typename E::S* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos, int64_t n) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) extreme_chunk<kMax, true>(rows, nrows, pos0, best, pos, j, 0xffff);
-  if (j < n) extreme_chunk<kMax, false>(rows, nrows, pos0, best, pos, j, first16(n - j));
+  for (; j + 16 <= n; j += 16) extreme_chunk<kMax, true, E>(rows, nrows, pos0, best, pos, j, 0xffff);
+  if (j < n) extreme_chunk<kMax, false, E>(rows, nrows, pos0, best, pos, j, first16(n - j));
 }
 
-void extreme_rows_f32(const float* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
-                      int64_t n) {
-  if (max) extreme_rows<true>(rows, nrows, pos0, best, pos, n);
-  else extreme_rows<false>(rows, nrows, pos0, best, pos, n);
+template <class E>
+void extreme_rows_of(const typename E::S* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
+                     int64_t n) {
+  if (max) extreme_rows<true, E>(rows, nrows, pos0, best, pos, n);
+  else extreme_rows<false, E>(rows, nrows, pos0, best, pos, n);
 }
 
 // a + b and a * b, each rounded: GCC writes the plain intrinsics as vector
@@ -181,17 +214,18 @@ inline __m512d mul(__m512d a, __m512d b) { return _mm512_mul_round_pd(a, b, kNea
 // 16 columns at a time, as two vectors of 8 doubles each: reduce_columns.h's
 // moments_rows_baseline in the same operations (the shift, s and q in registers for
 // the batch, then the merge into mean and m2).
-template <bool kFull>
-void moments_chunk(const float* const* rows, int nrows, int64_t count0, const BatchWeights& bw, double* mean,
+template <bool kFull, class E>
+void moments_chunk(const typename E::S* const* rows, int nrows, int64_t count0, const BatchWeights& bw, double* mean,
                    double* m2, int64_t j, __mmask8 ml, __mmask8 mh) {
   const __m512d zero = _mm512_setzero_pd();
-  const __m512d k0 = count0 == 0 ? _mm512_cvtps_pd(load8<kFull>(rows[0] + j, ml)) : load8d<kFull>(mean + j, ml);
-  const __m512d k1 = count0 == 0 ? _mm512_cvtps_pd(load8<kFull>(rows[0] + j + 8, mh)) : load8d<kFull>(mean + j + 8, mh);
+  const __m512d k0 = count0 == 0 ? _mm512_cvtps_pd(load8<kFull, E>(rows[0] + j, ml)) : load8d<kFull>(mean + j, ml);
+  const __m512d k1 =
+      count0 == 0 ? _mm512_cvtps_pd(load8<kFull, E>(rows[0] + j + 8, mh)) : load8d<kFull>(mean + j + 8, mh);
   __m512d s0 = zero, s1 = zero, q0 = zero, q1 = zero;
   for (int r = 0; r < nrows; ++r) {
     ahead(rows[r] + j);
-    const __m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(load8<kFull>(rows[r] + j, ml)), k0);
-    const __m512d d1 = _mm512_sub_pd(_mm512_cvtps_pd(load8<kFull>(rows[r] + j + 8, mh)), k1);
+    const __m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(load8<kFull, E>(rows[r] + j, ml)), k0);
+    const __m512d d1 = _mm512_sub_pd(_mm512_cvtps_pd(load8<kFull, E>(rows[r] + j + 8, mh)), k1);
     s0 = _mm512_add_pd(s0, d0);
     s1 = _mm512_add_pd(s1, d1);
     q0 = add(q0, mul(d0, d0));
@@ -208,15 +242,24 @@ void moments_chunk(const float* const* rows, int nrows, int64_t count0, const Ba
   store8d<kFull>(m2 + j + 8, mh, add(load8d<kFull>(m2 + j + 8, mh), add(own1, mul(mul(e1, e1), c))));
 }
 
-void moments_rows_f32(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2, int64_t n) {
+template <class E>
+void moments_rows_of(const typename E::S* const* rows, int nrows, int64_t count0, double* mean, double* m2,
+                     int64_t n) {
   const BatchWeights bw = batch_weights(count0, nrows);
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) moments_chunk<true>(rows, nrows, count0, bw, mean, m2, j, 0xff, 0xff);
+  for (; j + 16 <= n; j += 16) moments_chunk<true, E>(rows, nrows, count0, bw, mean, m2, j, 0xff, 0xff);
   if (j < n)
-    moments_chunk<false>(rows, nrows, count0, bw, mean, m2, j, first8(n - j), first8(n - j > 8 ? n - j - 8 : 0));
+    moments_chunk<false, E>(rows, nrows, count0, bw, mean, m2, j, first8(n - j), first8(n - j > 8 ? n - j - 8 : 0));
 }
 
-constexpr ColumnRowKernels kSet = {"avx512", add_rows_f32, extreme_rows_f32, moments_rows_f32};
+constexpr ColumnRowKernels kSet = {"avx512",
+                                   add_rows_f32,
+                                   extreme_rows_of<F32>,
+                                   moments_rows_of<F32>,
+                                   extreme_rows_of<F16>,
+                                   extreme_rows_of<BF16>,
+                                   moments_rows_of<F16>,
+                                   moments_rows_of<BF16>};
 
 }  // namespace
 }  // namespace ember::cpu::column_rows_detail

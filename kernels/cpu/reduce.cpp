@@ -246,9 +246,9 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
 
 // Takes the column schedule where it applies: the innermost kept dim contiguous in
 // the input and the output, at least 16 wide, and no reduced dim contiguous. Sums and
-// means of every dtype; var and the extremes of float32 and float64 only (the
-// integer and half dtypes walk each output's column, slow on large inputs: the states
-// of every dtype would take the library past its 5 MB budget).
+// means of every dtype, var of the floating ones, the extremes of all but int8, uint8
+// and bool (which walk each output's column, slow on large inputs: their states
+// would take the library past its 5 MB budget).
 template <class T>
 bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices,
                 int64_t correction) {
@@ -262,13 +262,13 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
       run_columns<T, ColumnSums<T>>(op, g, in, out, indices, correction);
       return true;
     case ReduceOp::var:
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if constexpr (is_floating_v<T>) {
         run_columns<T, ColumnMoments<T>>(op, g, in, out, indices, correction);
         return true;
       }
       return false;
     case ReduceOp::amax: case ReduceOp::argmax: case ReduceOp::amin: case ReduceOp::argmin:
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if constexpr (sizeof(T) > 1) {
         run_columns<T, ColumnExtremes<T>>(op, g, in, out, indices, correction);
         return true;
       }

@@ -5,8 +5,10 @@
 // read in order. Walking each output's column alone instead touches a new line for
 // every value: var and max over dim 0 of [4096, 4096] float32 read 0.6-0.7 GB/s that
 // way. Each state holds n outputs' partial results; a later slice of the reduced
-// range merges into an earlier one. reduce.cpp takes the sums for every dtype, var
-// and the extremes for float32 and float64. Internal to reduce.cpp.
+// range merges into an earlier one. reduce.cpp takes the sums of every dtype, var of
+// the floating ones and the extremes of all but the 1-byte ones (int8, uint8, bool:
+// their states would take the library past its 5 MB budget); the half types' var and
+// extremes run the float32 loops (see column_t). Internal to reduce.cpp.
 #pragma once
 
 #include <algorithm>
@@ -71,6 +73,61 @@ void for_each_row(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1
       idx[d] = 0;
     }
   }
+}
+
+// The type var and the extremes run a dtype's rows in: float32 for the half types,
+// whose batches go through the float32 loops (column_rows.h's AVX-512 table widens
+// them in registers as it loads them; the baseline widens blocks of rows first),
+// where walking each output's column alone read 0.5-0.6 GB/s; the dtype itself
+// otherwise.
+template <class T>
+using column_t = std::conditional_t<is_half_v<T>, float, T>;
+
+// dst[j] = src[j] widened to W, j in [0, n).
+template <class W, class T>
+void widen_row(const T* src, W* dst, int64_t n) {
+  if constexpr (is_half_v<T>) load_to_float(src, dst, n);  // the vector conversions
+  else std::copy(src, src + n, dst);
+}
+
+// Columns a widened batch holds: 8 rows of 512 float32 values are 16 KiB, which stay
+// in L1 between the widening and the loop that reads them (whole 4096-wide rows, 128
+// KiB, went through L2 and ran slower).
+inline constexpr int64_t kWidenCols = 512;
+
+// Calls f(rows, c0, m) over a batch's columns [c0, c0 + m), rows[r][0] being column
+// c0, with the rows as W (column_t<T>): rows of type W whole, half rows widened
+// kWidenCols columns at a time into room (kMaxRows * kWidenCols values), the rows'
+// next columns prefetched meanwhile (the baseline's path; AVX-512's loops read half
+// rows themselves).
+template <class W, class T, class F>
+void for_widened(const T* const* rows, int nrows, int64_t n, W* room, F&& f) {
+  if constexpr (std::is_same_v<T, W>) {
+    f(rows, 0, n);
+  } else {
+    const W* wide[column_rows_detail::kMaxRows];
+    for (int64_t c0 = 0; c0 < n; c0 += kWidenCols) {
+      const int64_t m = std::min(kWidenCols, n - c0);
+      for (int r = 0; r < nrows; ++r) {
+        // The row's next columns are fetched meanwhile: the hardware's prefetchers
+        // keep too few lines of 8 strided rows in flight (column_rows_avx512.cpp).
+        const int64_t ahead = std::min(kWidenCols, n - c0 - m);
+        const char* next = reinterpret_cast<const char*>(rows[r] + c0 + m);
+        for (int64_t b = 0; b < ahead * static_cast<int64_t>(sizeof(T)); b += 64) __builtin_prefetch(next + b);
+        widen_row(rows[r] + c0, room + r * kWidenCols, m);
+        wide[r] = room + r * kWidenCols;
+      }
+      f(wide, c0, m);
+    }
+  }
+}
+
+// A batch of float16 or bfloat16 rows as their bits, for column_rows.h's 16-bit loops.
+template <class T>
+const uint16_t* const* half_bits(const T* const* rows, int nrows, const uint16_t** out) {
+  static_assert(is_half_v<T> && sizeof(T) == sizeof(uint16_t));
+  for (int r = 0; r < nrows; ++r) out[r] = reinterpret_cast<const uint16_t*>(rows[r]);
+  return out;
 }
 
 // Collects rows of consecutive positions into batches of up to kMaxRows (for the
@@ -249,18 +306,25 @@ void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, doub
   }
 }
 
-// float32 and float64 (reduce.cpp takes no other dtype here).
+// The floating dtypes; the half types' batches widened to float32 first.
 template <class T>
 struct ColumnMoments {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  static_assert(is_floating_v<T>);
+  using W = column_t<T>;
+  static constexpr bool kWidens = !std::is_same_v<T, W>;
   int64_t n_ = 0;
   int64_t count = 0;
   double* mean = nullptr;
   double* m2 = nullptr;
+  W* room = nullptr;  // the widened batch (half types)
 
   ColumnMoments() = default;
-  static size_t bytes(int64_t n) { return 2 * carved<double>(n); }
-  ColumnMoments(int64_t n, char* mem, bool) : n_(n), mean(carve<double>(mem, n)), m2(carve<double>(mem, n)) {}
+  static size_t bytes(int64_t n) {
+    return 2 * carved<double>(n) + (kWidens ? carved<W>(column_rows_detail::kMaxRows * kWidenCols) : 0);
+  }
+  ColumnMoments(int64_t n, char* mem, bool) : n_(n), mean(carve<double>(mem, n)), m2(carve<double>(mem, n)) {
+    if constexpr (kWidens) room = reinterpret_cast<W*>(mem);  // written before it is read
+  }
   int64_t size() const { return n_; }
 
   void add(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1) {
@@ -268,18 +332,25 @@ struct ColumnMoments {
     double* mu = mean;
     double* sq = m2;
     const column_rows_detail::ColumnRowKernels* k = nullptr;
-    if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
+    if constexpr (std::is_same_v<W, float>) k = column_row_kernels();
     RowBatch<T> batch;
     for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
-      batch.add(src, r, r + 1 == r1, [&](const T* const* rows, int nrows, int64_t) {
-        if constexpr (std::is_same_v<T, float>) {
-          if (k) {
-            k->moments_rows_f32(rows, nrows, count, mu, sq, n);
+      batch.add(src, r, r + 1 == r1, [&](const T* const* in_rows, int nrows, int64_t) {
+        if constexpr (is_half_v<T>) {
+          if (k) {  // widened in registers
+            const uint16_t* bits[column_rows_detail::kMaxRows];
+            const auto f = std::is_same_v<T, Half> ? k->moments_rows_f16 : k->moments_rows_bf16;
+            f(half_bits(in_rows, nrows, bits), nrows, count, mu, sq, n);
             count += nrows;
             return;
           }
         }
-        moments_rows_baseline(rows, nrows, count, mu, sq, n);
+        for_widened(in_rows, nrows, n, room, [&](const W* const* rows, int64_t c0, int64_t m) {
+          if constexpr (std::is_same_v<W, float>) {
+            if (k) return k->moments_rows_f32(rows, nrows, count, mu + c0, sq + c0, m);
+          }
+          moments_rows_baseline(rows, nrows, count, mu + c0, sq + c0, m);
+        });
         count += nrows;
       });
     });
@@ -307,19 +378,29 @@ struct ColumnMoments {
 // max/min with positions: each column keeps its first extreme and that position
 // (beats(): ties keep the earlier, the first NaN wins and stays); a slice starts
 // from its first row.
+// Every dtype: half rows are read as float32 (exact, so every value and order is
+// kept), by the 16-bit loops of column_rows.h or widened in blocks (for_widened).
+// Integers compare in their own type (int32 would round in float32), with selects
+// rather than branches.
 template <class T>
 struct ColumnExtremes {
-  using A = acc_t<T>;
+  using A = column_t<T>;
+  static constexpr bool kWidens = !std::is_same_v<T, A>;
   int64_t n_ = 0;
   bool max = true;  // max or min: a flag, not a template argument (one copy of the schedule)
   bool started = false;
   A* best = nullptr;
   int64_t* pos = nullptr;
+  A* room = nullptr;  // the widened batch
 
   ColumnExtremes() = default;
-  static size_t bytes(int64_t n) { return carved<A>(n) + carved<int64_t>(n); }
+  static size_t bytes(int64_t n) {
+    return carved<A>(n) + carved<int64_t>(n) + (kWidens ? carved<A>(column_rows_detail::kMaxRows * kWidenCols) : 0);
+  }
   ColumnExtremes(int64_t n, char* mem, bool want_max)
-      : n_(n), max(want_max), best(carve<A>(mem, n)), pos(carve<int64_t>(mem, n)) {}
+      : n_(n), max(want_max), best(carve<A>(mem, n)), pos(carve<int64_t>(mem, n)) {
+    if constexpr (kWidens) room = reinterpret_cast<A*>(mem);  // written before it is read
+  }
   bool wins(A v, A b) const { return max ? beats<true>(v, b) : beats<false>(v, b); }
   int64_t size() const { return n_; }
 
@@ -328,32 +409,48 @@ struct ColumnExtremes {
     A* b = best;
     int64_t* p = pos;
     const column_rows_detail::ColumnRowKernels* k = nullptr;
-    if constexpr (std::is_same_v<T, float>) k = column_row_kernels();
+    if constexpr (std::is_same_v<A, float>) k = column_row_kernels();
     RowBatch<T> batch;
     for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
-      if (!started) {
-        for (int64_t j = 0; j < n; ++j) {
-          b[j] = static_cast<A>(src[j]);
-          p[j] = r;
-        }
+      if (!started) {  // the first row is the running extreme
+        widen_row(src, b, n);
+        std::fill(p, p + n, r);
         started = true;
         return;
       }
-      if constexpr (std::is_same_v<T, float>) {
-        if (k) {
-          batch.add(src, r, r + 1 == r1, [&](const float* const* rows, int nrows, int64_t first) {
-            k->extreme_rows_f32(rows, nrows, first, max, b, p, n);
-          });
-          return;
+      batch.add(src, r, r + 1 == r1, [&](const T* const* in_rows, int nrows, int64_t first) {
+        if constexpr (is_half_v<T>) {
+          if (k) {  // widened in registers
+            const uint16_t* bits[column_rows_detail::kMaxRows];
+            const auto f = std::is_same_v<T, Half> ? k->extreme_rows_f16 : k->extreme_rows_bf16;
+            return f(half_bits(in_rows, nrows, bits), nrows, first, max, b, p, n);
+          }
         }
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        const A v = static_cast<A>(src[j]);
-        if (wins(v, b[j])) {
-          b[j] = v;
-          p[j] = r;
-        }
-      }
+        for_widened(in_rows, nrows, n, room, [&](const A* const* rows, int64_t c0, int64_t m) {
+          A* bc = b + c0;
+          int64_t* pc = p + c0;
+          if constexpr (std::is_same_v<A, float>) {
+            if (k) return k->extreme_rows_f32(rows, nrows, first, max, bc, pc, m);
+          }
+          for (int i = 0; i < nrows; ++i) {  // selects, not branches, so that the loop vectorizes
+            const A* x = rows[i];
+            const int64_t at = first + i;
+            if (max) {
+              for (int64_t j = 0; j < m; ++j) {
+                const bool w = beats<true>(x[j], bc[j]);
+                bc[j] = w ? x[j] : bc[j];
+                pc[j] = w ? at : pc[j];
+              }
+            } else {
+              for (int64_t j = 0; j < m; ++j) {
+                const bool w = beats<false>(x[j], bc[j]);
+                bc[j] = w ? x[j] : bc[j];
+                pc[j] = w ? at : pc[j];
+              }
+            }
+          }
+        });
+      });
     });
   }
   void merge(const ColumnExtremes& later) {
@@ -367,7 +464,7 @@ struct ColumnExtremes {
   }
   template <class Acc>
   void fill(int64_t j, Acc& a) const {
-    a.best = {best[j], pos[j]};
+    a.best = {static_cast<acc_t<T>>(best[j]), pos[j]};
   }
 };
 

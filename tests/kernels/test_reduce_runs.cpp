@@ -414,6 +414,95 @@ TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same resu
     }
 }
 
+TEST_CASE("extreme_rows and moments_rows on float16 and bfloat16 bits: the plain loops' results on the widened rows",
+          "[kernels][reduce]") {
+  // The 16-bit loops widen each value to float32 as they load it. Their results must
+  // be the plain loops' (written above and here) on rows widened by half.h's scalar
+  // conversions: extremes and positions bit for bit, with ties, NaN and infinities;
+  // moments bit for bit with a NaN and an infinity. Rows of the half values' own
+  // widths (2 bytes a value), partial last vectors included.
+  ember::testing::IsaGuard guard;
+  if (!ember::cpu::set_isa("avx512")) return;
+  const auto* k = ember::cpu::column_row_kernels();
+  REQUIRE(k != nullptr);
+  std::mt19937 g(29);
+  std::uniform_int_distribution<int> small(-6, 6);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  constexpr int kMax = ember::cpu::column_rows_detail::kMaxRows;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (bool bf16 : {false, true}) {
+    const auto narrow = [&](float f) { return bf16 ? ember::float_to_bfloat16_bits(f) : ember::float_to_half_bits(f); };
+    const auto widen = [&](uint16_t h) { return bf16 ? ember::bfloat16_bits_to_float(h) : ember::half_bits_to_float(h); };
+    const auto extremes = bf16 ? k->extreme_rows_bf16 : k->extreme_rows_f16;
+    const auto moments = bf16 ? k->moments_rows_bf16 : k->moments_rows_f16;
+    for (int64_t n : kSizes)
+      for (int nrows = 1; nrows <= kMax; ++nrows) {
+        std::vector<std::vector<uint16_t>> bits(static_cast<size_t>(nrows), std::vector<uint16_t>(static_cast<size_t>(n)));
+        std::vector<std::vector<float>> wide(static_cast<size_t>(nrows), std::vector<float>(static_cast<size_t>(n)));
+        const uint16_t* ptrs[kMax];
+        for (int r = 0; r < nrows; ++r) ptrs[r] = bits[r].data();
+        const auto fill = [&](auto value) {
+          for (int r = 0; r < nrows; ++r)
+            for (int64_t j = 0; j < n; ++j) {
+              bits[r][j] = narrow(value(r, j));
+              wide[r][j] = widen(bits[r][j]);
+            }
+        };
+        for (bool specials : {false, true}) {
+          fill([&](int, int64_t) { return static_cast<float>(small(g)) / 2; });  // ties
+          if (specials) {
+            bits[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n - 1)] = narrow(nan);
+            bits[0][static_cast<size_t>(n / 2)] = narrow(nrows > 1 ? inf : -inf);
+            bits[static_cast<size_t>(nrows - 1)][static_cast<size_t>(n / 3)] = narrow(-inf);
+            for (int r = 0; r < nrows; ++r)
+              for (int64_t j = 0; j < n; ++j) wide[r][j] = widen(bits[r][j]);
+          }
+          for (bool want_max : {true, false}) {
+            std::vector<float> best(static_cast<size_t>(n) + 16), wb;
+            std::vector<int64_t> pos(static_cast<size_t>(n) + 16, -7), wp;
+            for (float& v : best) v = static_cast<float>(small(g)) / 2;
+            best[0] = nan;  // a NaN already held stays
+            wb = best;
+            wp = pos;
+            for (int64_t j = 0; j < n; ++j)
+              for (int r = 0; r < nrows; ++r) {
+                const float v = wide[r][j];
+                if (!std::isnan(wb[j]) && (std::isnan(v) || (want_max ? v > wb[j] : v < wb[j]))) {
+                  wb[j] = v;
+                  wp[j] = 40 + r;
+                }
+              }
+            extremes(ptrs, nrows, 40, want_max, best.data(), pos.data(), n);
+            INFO((bf16 ? "bfloat16" : "float16") << " extremes: n " << n << ", " << nrows << " rows, "
+                                                 << (want_max ? "max" : "min") << (specials ? ", NaN and infinities" : ""));
+            int64_t bad = 0;
+            for (int64_t j = 0; j < n + 16; ++j)
+              bad += (std::isnan(wb[j]) ? std::isnan(best[j]) : best[j] == wb[j]) && pos[j] == wp[j] ? 0 : 1;
+            CHECK(bad == 0);
+          }
+        }
+        fill([&](int, int64_t) { return 100 + u(g); });  // rounded to the 16-bit type
+        if (n > 1) bits[0][1] = narrow(nan);
+        if (n > 2) bits[static_cast<size_t>(nrows - 1)][2] = narrow(inf);
+        for (int r = 0; r < nrows; ++r)
+          for (int64_t j = 0; j < n; ++j) wide[r][j] = widen(bits[r][j]);
+        for (int64_t count0 : {int64_t(5), int64_t(0)}) {
+          std::vector<double> mean(static_cast<size_t>(n) + 16), m2(static_cast<size_t>(n) + 16);
+          for (double& v : mean) v = 100 + u(g);
+          for (double& v : m2) v = count0 == 0 ? 0 : u(g) + 1;
+          std::vector<double> wm = mean, w2 = m2;
+          batch_moments_reference(wide, nrows, count0, wm, w2, n);
+          moments(ptrs, nrows, count0, mean.data(), m2.data(), n);
+          INFO((bf16 ? "bfloat16" : "float16") << " moments: n " << n << ", " << nrows << " rows after " << count0);
+          int64_t bad = 0;
+          for (int64_t j = 0; j < n + 16; ++j) bad += same_or_nan(mean[j], wm[j]) && same_or_nan(m2[j], w2[j]) ? 0 : 1;
+          CHECK(bad == 0);
+          if (n > 2) CHECK((std::isnan(m2[1]) && std::isnan(m2[2])));
+        }
+      }
+  }
+}
+
 TEST_CASE("moments_rows_baseline: float32 and float64 batches as the plain loop, float64 past 2^500 by Welford",
           "[kernels][reduce]") {
   // reduce_columns.h's baseline var loop (CPUs without AVX-512, and every float64

@@ -386,7 +386,7 @@ TEST_CASE("column schedule: var and max/min with their positions over strided di
   };
   const Shaped cases[] = {{{5000, 40}, {0}}, {{3, 700, 20}, {1}}, {{40, 50, 30}, {0, 1}}, {{300, 4200}, {0}},
                           {{64, 300, 32}, {1}}};
-  for (DType dt : {kFloat32, kFloat64, kFloat16}) {
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
     for (const Shaped& c : cases) {
       const int64_t numel = ref::numel(c.shape);
       std::vector<double> v = ref::random_values(numel, kInt64, rng, -6, 6);
@@ -510,26 +510,35 @@ TEST_CASE("column schedule: signed zeros, narrow dtypes and empty columns", "[op
       CHECK(ok);
     }
   }
-  // Integer and bool columns, ties everywhere, long enough to be cut into slices.
+  // Integer and bool columns, ties everywhere: long enough to be cut into slices
+  // ([3000, 40]), and wide ([50, 1100]). int32 and int64 take the column schedule
+  // (int8, uint8 and bool walk each column); their values reach past float32's 24
+  // bits, which a loop in float32 would round into false ties.
   std::mt19937_64 rng(1007);
-  for (DType dt : {kInt8, kUInt8, kBool, kInt32, kInt64}) {
-    const double lo = dt == kBool ? 0 : dt == kUInt8 ? 0 : -5, hi = dt == kBool ? 1 : 5;
-    Tensor x = ref::make({3000, 40}, dt, ref::random_values(3000 * 40, dt, rng, lo, hi));
-    const Array X = ref::read(x);
-    const Groups g = group(X, mask_of({0}, 2));
-    Array want_i{g.out_shape, {}}, want_v{g.out_shape, {}}, want_n{g.out_shape, {}};
-    for (const auto& col : g.values) {
-      want_i.v.push_back(static_cast<double>(arg_of(col, true)));
-      want_v.v.push_back(col[arg_of(col, true)]);
-      want_n.v.push_back(static_cast<double>(arg_of(col, false)));
+  for (DType dt : {kInt8, kUInt8, kBool, kInt32, kInt64})
+    for (const Shape& shape : {Shape{3000, 40}, Shape{50, 1100}}) {
+      const double lo = dt == kBool ? 0 : dt == kUInt8 ? 0 : -5, hi = dt == kBool ? 1 : 5;
+      std::vector<double> v = ref::random_values(shape[0] * shape[1], dt, rng, lo, hi);
+      if (dt == kInt32 || dt == kInt64)
+        for (size_t i = 0; i < v.size(); i += 3) v[i] += 100000001;  // 100000001 + k: apart, not in float32
+      Tensor x = ref::make(shape, dt, v);
+      const Array X = ref::read(x);
+      const Groups g = group(X, mask_of({0}, 2));
+      Array want_i{g.out_shape, {}}, want_v{g.out_shape, {}}, want_n{g.out_shape, {}}, want_m{g.out_shape, {}};
+      for (const auto& col : g.values) {
+        want_i.v.push_back(static_cast<double>(arg_of(col, true)));
+        want_v.v.push_back(col[arg_of(col, true)]);
+        want_n.v.push_back(static_cast<double>(arg_of(col, false)));
+        want_m.v.push_back(col[arg_of(col, false)]);
+      }
+      const std::vector<double> exact(static_cast<size_t>(shape[1]), 0);
+      INFO(ref::str(dt) << ref::str(shape));
+      auto [mv, mi] = x.max(0);
+      CHECK(ref::compare_within(mv, want_v, exact) == "");
+      CHECK(ref::compare_within(mi, want_i, exact) == "");
+      CHECK(ref::compare_within(x.amin({0}), want_m, exact) == "");
+      CHECK(ref::compare_within(x.argmin(0), want_n, exact) == "");
     }
-    const std::vector<double> exact(40, 0);
-    INFO(ref::str(dt));
-    auto [mv, mi] = x.max(0);
-    CHECK(ref::compare_within(mv, want_v, exact) == "");
-    CHECK(ref::compare_within(mi, want_i, exact) == "");
-    CHECK(ref::compare_within(x.argmin(0), want_n, exact) == "");
-  }
   // Empty columns: sum 0, mean and var NaN; the input has no memory at all.
   for (DType dt : {kFloat32, kFloat64}) {
     Tensor e = zeros({0, 5000}, dt);
@@ -622,13 +631,17 @@ TEST_CASE("sum, mean, var and norm have the same bits on any number of threads",
   }
 }
 
-TEST_CASE("float32 column sums, var and extremes have the same bits at every instruction-set level", "[ops][reduce]") {
+TEST_CASE("float32 and half column sums, var and extremes have the same bits at every instruction-set level",
+          "[ops][reduce]") {
   // AVX-512 folds a column reduction's rows in batches (kernels/cpu/column_rows.h)
   // where the baseline folds them one at a time; the batches must end at the same
   // flushes, follow the same rows and do the same arithmetic, so any misplaced batch
   // or flush, or a contracted multiply-add, shows as a changed bit. Slices that start
   // off a multiple of 8 or 64 rows ([50000, 17]: 3125 rows each), a short last batch,
   // two reduced dims, and the many-blocks schedule; ties and NaN for the extremes.
+  // float16 and bfloat16 rows are widened in registers by AVX-512's var and extreme
+  // loops and in blocks of 512 columns by the baseline ([300, 1000]: one block and a
+  // partial one), with the same results.
   ember::testing::IsaGuard guard;
   std::mt19937_64 rng(1005);
   struct Shaped {
@@ -636,12 +649,13 @@ TEST_CASE("float32 column sums, var and extremes have the same bits at every ins
   };
   const Shaped cases[] = {{{50000, 17}, {0}}, {{4097, 33}, {0}}, {{40, 500, 30}, {0, 1}},
                           {{300, 1000}, {0}}, {{64, 20, 4100}, {1}}};
+  for (DType dt : {kFloat32, kFloat16, kBFloat16})
   for (const Shaped& c : cases) {
     std::vector<double> v = ref::random_values(ref::numel(c.shape), kInt64, rng, -8, 8);
     for (double& e : v) e /= 4;
     v[v.size() / 3] = NAN;
-    const Tensor x = ref::make(c.shape, kFloat32, v);
-    const Tensor smooth = ref::random_tensor(c.shape, kFloat32, Layout::contiguous, rng, -1, 1);
+    const Tensor x = ref::make(c.shape, dt, v);
+    const Tensor smooth = ref::random_tensor(c.shape, dt, Layout::contiguous, rng, -1, 1);
     const auto all = [&] {
       std::vector<std::vector<double>> r = {ref::read(smooth.sum(c.dims)).v, ref::read(smooth.var(c.dims)).v,
                                             ref::read(x.var(c.dims)).v, ref::read(x.amax(c.dims)).v,
@@ -660,7 +674,7 @@ TEST_CASE("float32 column sums, var and extremes have the same bits at every ins
       if (!ember::cpu::set_isa(level)) continue;
       const auto got = all();
       for (size_t i = 0; i < base.size(); ++i) {
-        INFO(ref::str(c.shape) << " over " << ref::str(c.dims) << " at " << level << ", result " << i);
+        INFO(ref::str(dt) << ref::str(c.shape) << " over " << ref::str(c.dims) << " at " << level << ", result " << i);
         bool same = got[i].size() == base[i].size();
         for (size_t j = 0; same && j < got[i].size(); ++j)
           same = std::isnan(base[i][j]) ? std::isnan(got[i][j]) : got[i][j] == base[i][j];
