@@ -1,7 +1,7 @@
-// The float32 row loops of the column schedule (reduce_columns.h), per instruction
-// set: a batch of rows, one reduced position after another, folded into the running
-// results of n adjacent outputs, which stay in registers across the batch. The
-// reductions are compiled for the baseline (SSE2: 4 lanes), where summing dim 0 of
+// The float32 row loops of the column schedule (reduce_columns.h), and the extremes'
+// and var's on float16 and bfloat16 rows, per instruction set: a batch of rows, one
+// reduced position after another, folded into the running results of n adjacent
+// outputs, which stay in registers across the batch. The reductions are compiled for the baseline (SSE2: 4 lanes), where summing dim 0 of
 // [4096, 4096] float32 loaded, added and stored the partial sums once per row and
 // per 4 values and was bound by that loop, not by memory (one thread 26-33 GB/s
 // against 41 for the same values summed along dim 1); var's column loop ran in 2
@@ -36,6 +36,7 @@ struct ColumnRowKernels {
                            int64_t n);
   // The same two on rows of float16 (f16) or bfloat16 (bf16) bits, each value widened
   // to float32 as it is loaded: the results of the float32 loops on the widened rows.
+  // Each may be nullptr in a table that has only the float32 loops.
   void (*extreme_rows_f16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
                            int64_t n);
   void (*extreme_rows_bf16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best,

@@ -306,7 +306,8 @@ void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, doub
   }
 }
 
-// The floating dtypes; the half types' batches widened to float32 first.
+// The floating dtypes; the half types' batches read as float32 (by the 16-bit loops
+// of column_rows.h, or widened in blocks by for_widened).
 template <class T>
 struct ColumnMoments {
   static_assert(is_floating_v<T>);
@@ -337,9 +338,9 @@ struct ColumnMoments {
     for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
       batch.add(src, r, r + 1 == r1, [&](const T* const* in_rows, int nrows, int64_t) {
         if constexpr (is_half_v<T>) {
-          if (k) {  // widened in registers
+          const auto f = !k ? nullptr : std::is_same_v<T, Half> ? k->moments_rows_f16 : k->moments_rows_bf16;
+          if (f) {  // widened in registers
             const uint16_t* bits[column_rows_detail::kMaxRows];
-            const auto f = std::is_same_v<T, Half> ? k->moments_rows_f16 : k->moments_rows_bf16;
             f(half_bits(in_rows, nrows, bits), nrows, count, mu, sq, n);
             count += nrows;
             return;
@@ -378,10 +379,10 @@ struct ColumnMoments {
 // max/min with positions: each column keeps its first extreme and that position
 // (beats(): ties keep the earlier, the first NaN wins and stays); a slice starts
 // from its first row.
-// Every dtype: half rows are read as float32 (exact, so every value and order is
-// kept), by the 16-bit loops of column_rows.h or widened in blocks (for_widened).
-// Integers compare in their own type (int32 would round in float32), with selects
-// rather than branches.
+// All but the 1-byte dtypes (reduce.cpp): half rows are read as float32 (exact, so
+// every value and order is kept), by the 16-bit loops of column_rows.h or widened in
+// blocks (for_widened). Integers compare in their own type (int32 would round in
+// float32), with selects rather than branches.
 template <class T>
 struct ColumnExtremes {
   using A = column_t<T>;
@@ -420,9 +421,9 @@ struct ColumnExtremes {
       }
       batch.add(src, r, r + 1 == r1, [&](const T* const* in_rows, int nrows, int64_t first) {
         if constexpr (is_half_v<T>) {
-          if (k) {  // widened in registers
+          const auto f = !k ? nullptr : std::is_same_v<T, Half> ? k->extreme_rows_f16 : k->extreme_rows_bf16;
+          if (f) {  // widened in registers
             const uint16_t* bits[column_rows_detail::kMaxRows];
-            const auto f = std::is_same_v<T, Half> ? k->extreme_rows_f16 : k->extreme_rows_bf16;
             return f(half_bits(in_rows, nrows, bits), nrows, first, max, b, p, n);
           }
         }

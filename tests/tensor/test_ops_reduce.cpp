@@ -499,7 +499,7 @@ TEST_CASE("column schedule: signed zeros, narrow dtypes and empty columns", "[op
       v[5 * 32 + j] = first;
       v[9 * 32 + j] = -first;
     }
-    for (DType dt : {kFloat32, kFloat64}) {
+    for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
       Tensor x = ref::make({3000, 32}, dt, v);
       auto [mv, mi] = x.max(0);
       const Array M = ref::read(mv), I = ref::read(mi);
@@ -511,12 +511,13 @@ TEST_CASE("column schedule: signed zeros, narrow dtypes and empty columns", "[op
     }
   }
   // Integer and bool columns, ties everywhere: long enough to be cut into slices
-  // ([3000, 40]), and wide ([50, 1100]). int32 and int64 take the column schedule
+  // ([3000, 40]), wide ([50, 1100]), and too small for a thread team, so that one
+  // state runs the whole column ([20, 40]). int32 and int64 take the column schedule
   // (int8, uint8 and bool walk each column); their values reach past float32's 24
   // bits, which a loop in float32 would round into false ties.
   std::mt19937_64 rng(1007);
   for (DType dt : {kInt8, kUInt8, kBool, kInt32, kInt64})
-    for (const Shape& shape : {Shape{3000, 40}, Shape{50, 1100}}) {
+    for (const Shape& shape : {Shape{3000, 40}, Shape{50, 1100}, Shape{20, 40}}) {
       const double lo = dt == kBool ? 0 : dt == kUInt8 ? 0 : -5, hi = dt == kBool ? 1 : 5;
       std::vector<double> v = ref::random_values(shape[0] * shape[1], dt, rng, lo, hi);
       if (dt == kInt32 || dt == kInt64)
