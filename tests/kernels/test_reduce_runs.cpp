@@ -328,6 +328,21 @@ void batch_moments_reference(const std::vector<std::vector<T>>& rows, int nrows,
   }
 }
 
+// The extremes' plain loop over a batch: row r (position pos0 + r) replaces best[j]
+// and pos[j] when it is beyond it, or a NaN where best[j] is not (ties keep the
+// earlier row; a NaN held stays).
+void plain_extremes(const std::vector<std::vector<float>>& rows, int nrows, int64_t n, int64_t pos0, bool want_max,
+                    std::vector<float>& best, std::vector<int64_t>& pos) {
+  for (int64_t j = 0; j < n; ++j)
+    for (int r = 0; r < nrows; ++r) {
+      const float v = rows[r][j];
+      if (!std::isnan(best[j]) && (std::isnan(v) || (want_max ? v > best[j] : v < best[j]))) {
+        best[j] = v;
+        pos[j] = pos0 + r;
+      }
+    }
+}
+
 bool same_or_nan(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same results as plain loops", "[kernels][reduce]") {
@@ -370,15 +385,7 @@ TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same resu
           best[0] = nan;  // a NaN already held stays
           wb = best;
           wp = pos;
-          for (int64_t j = 0; j < n; ++j)
-            for (int r = 0; r < nrows; ++r) {
-              const float v = rows[r][j];
-              const bool take = !std::isnan(wb[j]) && (std::isnan(v) || (want_max ? v > wb[j] : v < wb[j]));
-              if (take) {
-                wb[j] = v;
-                wp[j] = 100 + r;
-              }
-            }
+          plain_extremes(rows, nrows, n, 100, want_max, wb, wp);
           k->extreme_rows_f32(ptrs, nrows, 100, want_max, best.data(), pos.data(), n);
           INFO("extremes: n " << n << ", " << nrows << " rows, " << (want_max ? "max" : "min")
                               << (specials ? ", NaN and infinities" : ""));
@@ -464,14 +471,7 @@ TEST_CASE("extreme_rows and moments_rows on float16 and bfloat16 bits: the plain
             best[0] = nan;  // a NaN already held stays
             wb = best;
             wp = pos;
-            for (int64_t j = 0; j < n; ++j)
-              for (int r = 0; r < nrows; ++r) {
-                const float v = wide[r][j];
-                if (!std::isnan(wb[j]) && (std::isnan(v) || (want_max ? v > wb[j] : v < wb[j]))) {
-                  wb[j] = v;
-                  wp[j] = 40 + r;
-                }
-              }
+            plain_extremes(wide, nrows, n, 40, want_max, wb, wp);
             extremes(ptrs, nrows, 40, want_max, best.data(), pos.data(), n);
             INFO((bf16 ? "bfloat16" : "float16") << " extremes: n " << n << ", " << nrows << " rows, "
                                                  << (want_max ? "max" : "min") << (specials ? ", NaN and infinities" : ""));
