@@ -160,6 +160,15 @@ constexpr std::optional<HalfArithOp> kHalfArith =
     : std::is_same_v<F, functors::div> ? std::optional(HalfArithOp::div)
                                        : std::nullopt;
 
+// Whether a op b == b op a for every a and b of T, bits included: integer and bool
+// add, mul, max, min, == and != (for floating types NaN's payload may depend on the
+// order).
+template <class T, class F>
+inline constexpr bool kCommutesExactly =
+    std::is_integral_v<T> && (std::is_same_v<F, functors::add> || std::is_same_v<F, functors::mul> ||
+                              std::is_same_v<F, functors::maximum> || std::is_same_v<F, functors::minimum> ||
+                              std::is_same_v<F, functors::eq> || std::is_same_v<F, functors::ne>);
+
 template <class T, class F>
 void binary_loop(const StridedLoop& L, F f) {
   using A = acc_t<T>;
@@ -180,14 +189,31 @@ void binary_loop(const StridedLoop& L, F f) {
     // The contiguous and broadcast-scalar loops are for the other dtypes only: half
     // runs took binary_half_run above (see unary_loop).
     constexpr bool kRuns = !is_half_v<T>;
-    if (kRuns && s[0] == so && s[1] == st && s[2] == st) {
+    // Where op commutes exactly (integer and bool add, mul, max, min, == and !=), one
+    // loop in a function of its own serves a run against b's scalar and a's scalar
+    // against b's run, where each was inlined into every copy of this body: 28 KB of
+    // library. Runs under 16 values take the general loop below rather than the call.
+    const auto with_scalar = [f](Out* o, const T* x, A c, int64_t m) __attribute__((noinline)) {
+      for (int64_t i = 0; i < m; ++i) o[i] = static_cast<Out>(f(static_cast<A>(x[i]), c));
+    };
+    constexpr bool kShared = kCommutesExactly<T, F>;
+    const bool whole = kRuns && s[0] == so, scalar_run = whole && (!kShared || n >= 16);
+    if (whole && s[1] == st && s[2] == st) {
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<A>(a[i]), static_cast<A>(b[i])));
-    } else if (kRuns && s[0] == so && s[1] == st && s[2] == 0) {
-      const A bv = static_cast<A>(b[0]);
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<A>(a[i]), bv));
-    } else if (kRuns && s[0] == so && s[1] == 0 && s[2] == st) {
-      const A av = static_cast<A>(a[0]);
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(av, static_cast<A>(b[i])));
+    } else if (scalar_run && s[1] == st && s[2] == 0) {
+      if constexpr (kShared) {
+        with_scalar(out, a, static_cast<A>(b[0]), n);
+      } else {
+        const A bv = static_cast<A>(b[0]);
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<A>(a[i]), bv));
+      }
+    } else if (scalar_run && s[1] == 0 && s[2] == st) {
+      if constexpr (kShared) {
+        with_scalar(out, b, static_cast<A>(a[0]), n);
+      } else {
+        const A av = static_cast<A>(a[0]);
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(av, static_cast<A>(b[i])));
+      }
     } else {
       for (int64_t i = 0; i < n; ++i) {
         const A x = static_cast<A>(*reinterpret_cast<const T*>(p[1] + i * s[1]));

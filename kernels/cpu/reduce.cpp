@@ -245,10 +245,8 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
 }
 
 // Takes the column schedule where it applies: the innermost kept dim contiguous in
-// the input and the output, at least 16 wide, and no reduced dim contiguous. Sums and
-// means of every dtype, var of the floating ones, the extremes of all but int8, uint8
-// and bool (which walk each output's column, slow on large inputs: their states
-// would take the library past its 5 MB budget).
+// the input and the output, at least 16 wide, and no reduced dim contiguous. Sums,
+// means and the extremes of every dtype, var of the floating ones.
 template <class T>
 bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, int64_t* indices,
                 int64_t correction) {
@@ -268,11 +266,8 @@ bool try_column(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, in
       }
       return false;
     case ReduceOp::amax: case ReduceOp::argmax: case ReduceOp::amin: case ReduceOp::argmin:
-      if constexpr (sizeof(T) > 1) {
-        run_columns<T, ColumnExtremes<T>>(op, g, in, out, indices, correction);
-        return true;
-      }
-      return false;
+      run_columns<T, ColumnExtremes<T>>(op, g, in, out, indices, correction);
+      return true;
   }
   return false;
 }

@@ -5,10 +5,10 @@
 // read in order. Walking each output's column alone instead touches a new line for
 // every value: var and max over dim 0 of [4096, 4096] float32 read 0.6-0.7 GB/s that
 // way. Each state holds n outputs' partial results; a later slice of the reduced
-// range merges into an earlier one. reduce.cpp takes the sums of every dtype, var of
-// the floating ones and the extremes of all but the 1-byte ones (int8, uint8, bool:
-// their states would take the library past its 5 MB budget); the half types' var and
-// extremes run the float32 loops (see column_t). Internal to reduce.cpp.
+// range merges into an earlier one. reduce.cpp takes the sums and the extremes of
+// every dtype and var of the floating ones; the half types' var and extremes and the
+// 1-byte dtypes' extremes run the float32 loops (see column_t). Internal to
+// reduce.cpp.
 #pragma once
 
 #include <algorithm>
@@ -75,13 +75,14 @@ void for_each_row(const ReduceGeometry& g, const T* base, int64_t r0, int64_t r1
   }
 }
 
-// The type var and the extremes run a dtype's rows in: float32 for the half types,
-// whose batches go through the float32 loops (column_rows.h's AVX-512 table widens
-// them in registers as it loads them; the baseline widens blocks of rows first),
-// where walking each output's column alone read 0.5-0.6 GB/s; the dtype itself
-// otherwise.
+// The type var and the extremes run a dtype's rows in: float32 for the half types
+// and the 1-byte ones (int8, uint8, bool), which it holds exactly, so that their
+// batches go through the float32 loops (column_rows.h's AVX-512 table widens half
+// rows in registers as it loads them; otherwise blocks of rows are widened first),
+// where walking each output's column alone read 0.3-0.7 GB/s; the dtype itself
+// otherwise (int32 would round in float32).
 template <class T>
-using column_t = std::conditional_t<is_half_v<T>, float, T>;
+using column_t = std::conditional_t<is_half_v<T> || sizeof(T) == 1, float, T>;
 
 // dst[j] = src[j] widened to W, j in [0, n).
 template <class W, class T>
@@ -96,10 +97,9 @@ void widen_row(const T* src, W* dst, int64_t n) {
 inline constexpr int64_t kWidenCols = 512;
 
 // Calls f(rows, c0, m) over a batch's columns [c0, c0 + m), rows[r][0] being column
-// c0, with the rows as W (column_t<T>): rows of type W whole, half rows widened
+// c0, with the rows as W (column_t<T>): rows of type W whole, narrower ones widened
 // kWidenCols columns at a time into room (kMaxRows * kWidenCols values), the rows'
-// next columns prefetched meanwhile (the baseline's path; AVX-512's loops read half
-// rows themselves).
+// next columns prefetched meanwhile (AVX-512's loops read half rows themselves).
 template <class W, class T, class F>
 void for_widened(const T* const* rows, int nrows, int64_t n, W* room, F&& f) {
   if constexpr (std::is_same_v<T, W>) {
@@ -379,9 +379,9 @@ struct ColumnMoments {
 // max/min with positions: each column keeps its first extreme and that position
 // (beats(): ties keep the earlier, the first NaN wins and stays); a slice starts
 // from its first row.
-// All but the 1-byte dtypes (reduce.cpp): half rows are read as float32 (exact, so
-// every value and order is kept), by the 16-bit loops of column_rows.h or widened in
-// blocks (for_widened). Integers compare in their own type (int32 would round in
+// Every dtype: half and 1-byte rows are read as float32 (exact, so every value and
+// order is kept), by the 16-bit loops of column_rows.h or widened in blocks
+// (for_widened). int32 and int64 compare in their own type (int32 would round in
 // float32), with selects rather than branches.
 template <class T>
 struct ColumnExtremes {

@@ -512,9 +512,9 @@ TEST_CASE("column schedule: signed zeros, narrow dtypes and empty columns", "[op
   }
   // Integer and bool columns, ties everywhere: long enough to be cut into slices
   // ([3000, 40]), wide ([50, 1100]), and too small for a thread team, so that one
-  // state runs the whole column ([20, 40]). int32 and int64 take the column schedule
-  // (int8, uint8 and bool walk each column); their values reach past float32's 24
-  // bits, which a loop in float32 would round into false ties.
+  // state runs the whole column ([20, 40]). int8, uint8 and bool run the float32
+  // loops, which hold them exactly; int32 and int64 their own, and their values here
+  // reach past float32's 24 bits, which a loop in float32 would round into false ties.
   std::mt19937_64 rng(1007);
   for (DType dt : {kInt8, kUInt8, kBool, kInt32, kInt64})
     for (const Shape& shape : {Shape{3000, 40}, Shape{50, 1100}, Shape{20, 40}}) {
