@@ -191,7 +191,7 @@ void binary_loop(const StridedLoop& L, F f) {
     constexpr bool kRuns = !is_half_v<T>;
     // Where op commutes exactly (integer and bool add, mul, max, min, == and !=), one
     // loop in a function of its own serves a run against b's scalar and a's scalar
-    // against b's run, where each was inlined into every copy of this body: 28 KB of
+    // against b's run, where each was inlined into every copy of this body: 27 KB of
     // library. Runs under 16 values take the general loop below rather than the call.
     const auto with_scalar = [f](Out* o, const T* x, A c, int64_t m) __attribute__((noinline)) {
       for (int64_t i = 0; i < m; ++i) o[i] = static_cast<Out>(f(static_cast<A>(x[i]), c));

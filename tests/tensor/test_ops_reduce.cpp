@@ -518,7 +518,10 @@ TEST_CASE("column schedule: signed zeros, narrow dtypes and empty columns", "[op
   std::mt19937_64 rng(1007);
   for (DType dt : {kInt8, kUInt8, kBool, kInt32, kInt64})
     for (const Shape& shape : {Shape{3000, 40}, Shape{50, 1100}, Shape{20, 40}}) {
-      const double lo = dt == kBool ? 0 : dt == kUInt8 ? 0 : -5, hi = dt == kBool ? 1 : 5;
+      // The 1-byte dtypes over their whole range (a widening that read uint8 as int8
+      // would show), the wider ones near 0 so that ties happen.
+      const double lo = dt == kBool || dt == kUInt8 ? 0 : dt == kInt8 ? -128 : -5;
+      const double hi = dt == kBool ? 1 : dt == kUInt8 ? 255 : dt == kInt8 ? 127 : 5;
       std::vector<double> v = ref::random_values(shape[0] * shape[1], dt, rng, lo, hi);
       if (dt == kInt32 || dt == kInt64)
         for (size_t i = 0; i < v.size(); i += 3) v[i] += 100000001;  // 100000001 + k: apart, not in float32
