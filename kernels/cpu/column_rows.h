@@ -35,8 +35,9 @@ struct ColumnRowKernels {
   void (*moments_rows_f32)(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2,
                            int64_t n);
   // The same two on rows of float16 (f16) or bfloat16 (bf16) bits, each value widened
-  // to float32 as it is loaded: the results of the float32 loops on the widened rows.
-  // Each may be nullptr in a table that has only the float32 loops.
+  // to float32 as it is loaded: the extremes are the float32 loop's results on the
+  // widened rows, the moments reduce_columns.h's moments_rows_half's (float32 batch
+  // sums). Each may be nullptr in a table that has only the float32 loops.
   void (*extreme_rows_f16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
                            int64_t n);
   void (*extreme_rows_bf16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best,

@@ -1,11 +1,13 @@
 // The column-schedule row loops of column_rows.h with AVX-512: the results of 64
-// (sums) or 16 (extremes; moments, as two vectors of 8 doubles) adjacent outputs stay
-// in registers while every row of the batch is folded in, then go back once; a masked
-// last vector instead of a scalar tail. The extremes and moments also read float16
-// and bfloat16 rows, widened to float32 in registers as they are loaded. var's
-// multiplies and adds stay separate (no FMA: the baseline's roundings); the
-// extremes' one FMA, v * 0 + seen, only detects a NaN or an infinity.
+// (sums and the half types' moments), or 16 (extremes; float32 moments, as two
+// vectors of 8 doubles) adjacent outputs stay in registers while every row of the
+// batch is folded in, then go back once; a masked last vector instead of a scalar
+// tail. The extremes and moments also read float16 and bfloat16 rows, widened to
+// float32 in registers as they are loaded. var's multiplies and adds stay separate
+// (no FMA: the baseline's roundings); the extremes' one FMA, v * 0 + seen, only
+// detects a NaN or an infinity.
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #if defined(__x86_64__)
@@ -30,12 +32,15 @@ inline __mmask16 first16(int64_t k) { return k >= 16 ? __mmask16(0xffff) : __mma
 // sum over dim 0 (78-81 without), 67-72 for the max with positions (55-57) and
 // 53-56 for var (44-47); 128 floats ahead gained less, 768 lost some.
 // A prefetch never faults, so reading past a row's end is harmless. 16-bit rows are
-// fetched the same 1536 bytes ahead (768 values; fetching each line once instead of
-// twice changed nothing measurable; into L2 only, float32's max lost a fifth).
+// fetched kAhead16 bytes ahead (192 values, 6 lines): at the float32 distance, 1536
+// bytes, bfloat16 var over dim 0 read 27 GB/s against 34-38, and 128, 256, 512 and
+// 3072 bytes read no better than 384. (Fetching each line once instead of twice
+// changed nothing measurable; into L2 only, float32's max lost a fifth.)
 constexpr int64_t kAhead = 384;
+constexpr int64_t kAhead16 = 384;
 template <class S>
 inline void ahead(const S* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + kAhead * 4, _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p) + (sizeof(S) == 2 ? kAhead16 : kAhead * 4), _MM_HINT_T0);
 }
 
 // The element types a row may hold: float32, or the bits of a 16-bit float, which
@@ -252,14 +257,100 @@ void moments_rows_of(const typename E::S* const* rows, int nrows, int64_t count0
     moments_chunk<false, E>(rows, nrows, count0, bw, mean, m2, j, first8(n - j), first8(n - j > 8 ? n - j - 8 : 0));
 }
 
+inline __m512 add(__m512 a, __m512 b) { return _mm512_add_round_ps(a, b, kNearest); }
+inline __m512 sub(__m512 a, __m512 b) { return _mm512_sub_round_ps(a, b, kNearest); }
+inline __m512 mul(__m512 a, __m512 b) { return _mm512_mul_round_ps(a, b, kNearest); }
+inline __m512d sub(__m512d a, __m512d b) { return _mm512_sub_round_pd(a, b, kNearest); }
+
+// 16 G columns of float16 or bfloat16 rows at a time (G vectors, so that G chains of
+// adds are in flight): reduce_columns.h's moments_rows_half in the same operations.
+// The shift, d, s and q are float32, 16 lanes to a vector, where moments_chunk widens
+// every value to double; the merge is in double. Columns whose q is not finite (a
+// NaN or an infinity in the batch, or a bfloat16 deviation past 1.8e19, whose square
+// overflows float32) are merged by moments_chunk instead, from the state they had.
+// moments_chunk for the (rare) half columns with a NaN, an infinity or an overflow:
+// out of line, so that the hot loop below does not carry a copy of it.
+template <class E>
+[[gnu::noinline]] void moments_chunk_double(const uint16_t* const* rows, int nrows, int64_t count0,
+                                            const BatchWeights& bw, double* mean, double* m2, int64_t j, __mmask16 m) {
+  moments_chunk<false, E>(rows, nrows, count0, bw, mean, m2, j, static_cast<__mmask8>(m), static_cast<__mmask8>(m >> 8));
+}
+
+template <int G, bool kFull, class E>
+void moments_chunk_half(const uint16_t* const* rows, int nrows, int64_t count0, const BatchWeights& bw, double* mean,
+                        double* m2, int64_t j0, __mmask16 last) {
+  __m512d held[G][2];
+  __m512 k[G], s[G], q[G];
+  __mmask16 m[G];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const int64_t j = j0 + 16 * g;
+    m[g] = g + 1 == G ? last : __mmask16(0xffff);
+    if (count0 == 0) {
+      k[g] = load16<kFull, E>(rows[0] + j, m[g]);
+    } else {
+      held[g][0] = load8d<kFull>(mean + j, static_cast<__mmask8>(m[g]));
+      held[g][1] = load8d<kFull>(mean + j + 8, static_cast<__mmask8>(m[g] >> 8));
+      k[g] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(held[g][0])), _mm512_cvtpd_ps(held[g][1]), 1);
+    }
+    s[g] = q[g] = _mm512_setzero_ps();
+  }
+  for (int r = 0; r < nrows; ++r)
+  #pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+      const typename E::S* at = rows[r] + j0 + 16 * g;
+      ahead(at);
+      const __m512 d = sub(load16<kFull, E>(at, m[g]), k[g]);
+      s[g] = add(s[g], d);
+      q[g] = add(q[g], mul(d, d));
+    }
+  const __m512d inv_r = _mm512_set1_pd(bw.inv_r), w = _mm512_set1_pd(bw.w), c = _mm512_set1_pd(bw.c);
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const int64_t j = j0 + 16 * g;
+    const __mmask16 odd = _mm512_mask_cmp_ps_mask(m[g], q[g], inf, _CMP_NLT_UQ);  // q is >= 0, or NaN
+    __m512d new_mean[2], new_m2[2];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const auto part = [&](__m512 v) {
+        return _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
+      };
+      const __m512d kd = part(k[g]), sd = part(s[g]), qd = part(q[g]);
+      const __m512d before = count0 == 0 ? kd : held[g][h];
+      const __m512d e = mul(sd, inv_r);
+      const __m512d delta = add(sub(kd, before), e);
+      new_mean[h] = add(before, mul(delta, w));
+      const __m512d own = _mm512_max_pd(zero, sub(qd, mul(sd, e)));
+      new_m2[h] = add(load8d<kFull>(m2 + j + 8 * h, static_cast<__mmask8>(m[g] >> (8 * h))),
+                      add(own, mul(mul(delta, delta), c)));
+    }
+    if (odd) moments_chunk_double<E>(rows, nrows, count0, bw, mean, m2, j, m[g]);
+    const __mmask16 keep = static_cast<__mmask16>(m[g] & ~odd);
+    _mm512_mask_storeu_pd(mean + j, static_cast<__mmask8>(keep), new_mean[0]);
+    _mm512_mask_storeu_pd(mean + j + 8, static_cast<__mmask8>(keep >> 8), new_mean[1]);
+    _mm512_mask_storeu_pd(m2 + j, static_cast<__mmask8>(keep), new_m2[0]);
+    _mm512_mask_storeu_pd(m2 + j + 8, static_cast<__mmask8>(keep >> 8), new_m2[1]);
+  }
+}
+
+template <class E>
+void moments_rows_half(const uint16_t* const* rows, int nrows, int64_t count0, double* mean, double* m2, int64_t n) {
+  const BatchWeights bw = batch_weights(count0, nrows);
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64) moments_chunk_half<4, true, E>(rows, nrows, count0, bw, mean, m2, j, 0xffff);
+  for (; j < n; j += 16) moments_chunk_half<1, false, E>(rows, nrows, count0, bw, mean, m2, j, first16(n - j));
+}
+
 constexpr ColumnRowKernels kSet = {"avx512",
                                    add_rows_f32,
                                    extreme_rows_of<F32>,
                                    moments_rows_of<F32>,
                                    extreme_rows_of<F16>,
                                    extreme_rows_of<BF16>,
-                                   moments_rows_of<F16>,
-                                   moments_rows_of<BF16>};
+                                   moments_rows_half<F16>,
+                                   moments_rows_half<BF16>};
 
 }  // namespace
 }  // namespace ember::cpu::column_rows_detail

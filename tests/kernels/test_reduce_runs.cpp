@@ -328,6 +328,45 @@ void batch_moments_reference(const std::vector<std::vector<T>>& rows, int nrows,
   }
 }
 
+// The half types' var update for a batch (reduce_columns.h's moments_rows_half),
+// written here from its description: the shift K (the running mean rounded to
+// float32, or the first row when count0 == 0), d, s and q in float32, the merge in
+// double against the held mean M (K on a first batch); a column whose q is not
+// finite takes batch_moments_reference's double update instead.
+void half_batch_moments_reference(const std::vector<std::vector<float>>& rows, int nrows, int64_t count0,
+                                  std::vector<double>& mean, std::vector<double>& m2, int64_t n) {
+  const double rr = nrows, total = static_cast<double>(count0) + rr, w = rr / total;
+  const double c = static_cast<double>(count0) * w, inv_r = 1.0 / rr;
+  std::vector<double> dm = mean, d2 = m2;
+  batch_moments_reference(rows, nrows, count0, dm, d2, n);
+  for (int64_t j = 0; j < n; ++j) {
+    const float shift = count0 == 0 ? rows[0][j] : static_cast<float>(mean[j]);
+    const double held = count0 == 0 ? static_cast<double>(shift) : mean[j];
+    float sum = 0, sq = 0;
+    for (int r = 0; r < nrows; ++r) {
+      const float d = rows[r][j] - shift;
+      sum = sum + d;
+      const float dd = d * d;
+      sq = sq + dd;
+    }
+    if (!std::isfinite(sq)) {
+      mean[j] = dm[j];
+      m2[j] = d2[j];
+      continue;
+    }
+    const double e = static_cast<double>(sum) * inv_r;
+    const double delta = (static_cast<double>(shift) - held) + e;
+    const double step = delta * w;
+    mean[j] = held + step;
+    const double se = static_cast<double>(sum) * e;
+    const double dev = static_cast<double>(sq) - se;
+    const double own = dev < 0 ? 0 : dev;
+    const double dd = delta * delta;
+    const double cross = dd * c;
+    m2[j] = m2[j] + (own + cross);
+  }
+}
+
 // The extremes' plain loop over a batch: row r (position pos0 + r) replaces best[j]
 // and pos[j] when it is beyond it, or a NaN where best[j] is not (ties keep the
 // earlier row; a NaN held stays).
@@ -426,7 +465,8 @@ TEST_CASE("extreme_rows and moments_rows on float16 and bfloat16 bits: the plain
   // The 16-bit loops widen each value to float32 as they load it. Their results must
   // be the plain loops' (written above and here) on rows widened by half.h's scalar
   // conversions: extremes and positions bit for bit, with ties, NaN and infinities;
-  // moments bit for bit with a NaN and an infinity. Rows of the half values' own
+  // moments (float32 batch sums) bit for bit with a NaN, an infinity and a bfloat16
+  // deviation whose square overflows float32. Rows of the half values' own
   // widths (2 bytes a value), partial last vectors included.
   ember::testing::IsaGuard guard;
   if (!ember::cpu::set_isa("avx512")) return;
@@ -484,14 +524,17 @@ TEST_CASE("extreme_rows and moments_rows on float16 and bfloat16 bits: the plain
         fill([&](int, int64_t) { return 100 + u(g); });  // rounded to the 16-bit type
         if (n > 1) bits[0][1] = narrow(nan);
         if (n > 2) bits[static_cast<size_t>(nrows - 1)][2] = narrow(inf);
+        // bfloat16: a deviation of 3e19 in column 3, whose square overflows float32
+        // (the double update); float16's largest values square to 4e9, far below.
+        if (n > 3) bits[static_cast<size_t>(nrows - 1)][3] = narrow(bf16 ? 3e19f : 65504.0f);
         for (int r = 0; r < nrows; ++r)
           for (int64_t j = 0; j < n; ++j) wide[r][j] = widen(bits[r][j]);
         for (int64_t count0 : {int64_t(5), int64_t(0)}) {
           std::vector<double> mean(static_cast<size_t>(n) + 16), m2(static_cast<size_t>(n) + 16);
-          for (double& v : mean) v = 100 + u(g);
+          for (double& v : mean) v = 100 + u(g) / 3.0;  // not a float32: the shift rounds it
           for (double& v : m2) v = count0 == 0 ? 0 : u(g) + 1;
           std::vector<double> wm = mean, w2 = m2;
-          batch_moments_reference(wide, nrows, count0, wm, w2, n);
+          half_batch_moments_reference(wide, nrows, count0, wm, w2, n);
           moments(ptrs, nrows, count0, mean.data(), m2.data(), n);
           INFO((bf16 ? "bfloat16" : "float16") << " moments: n " << n << ", " << nrows << " rows after " << count0);
           int64_t bad = 0;
@@ -500,6 +543,76 @@ TEST_CASE("extreme_rows and moments_rows on float16 and bfloat16 bits: the plain
           if (n > 2) CHECK((std::isnan(m2[1]) && std::isnan(m2[2])));
         }
       }
+  }
+}
+
+TEST_CASE("moments_rows_half: the half types' float32 batches as the plain loop, overflowing columns in double",
+          "[kernels][reduce]") {
+  // reduce_columns.h's baseline loop for float16 and bfloat16 rows (widened to
+  // float32; CPUs without AVX-512): bit for bit half_batch_moments_reference, across
+  // its 64-column blocks, with a NaN, an infinity and, for bfloat16, deviations of
+  // 3e19 and 1e30 whose squares overflow float32 (those columns alone take the
+  // double update; the rest of their block keeps the float32 one). Then the float32
+  // sums against a float64 two-pass m2 of the same values: within 1e-6 of it.
+  using ember::cpu::reduce_detail::moments_rows_half;
+  std::mt19937 g(31);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  constexpr int kMax = ember::cpu::column_rows_detail::kMaxRows;
+  for (bool bf16 : {false, true}) {
+    const auto round = [&](float f) {
+      return bf16 ? ember::bfloat16_bits_to_float(ember::float_to_bfloat16_bits(f))
+                  : ember::half_bits_to_float(ember::float_to_half_bits(f));
+    };
+    for (int64_t n : {int64_t(1), int64_t(5), int64_t(63), int64_t(64), int64_t(65), int64_t(130)})
+      for (int nrows = 1; nrows <= kMax; ++nrows)
+        for (int64_t count0 : {int64_t(5), int64_t(0)}) {
+          std::vector<std::vector<float>> rows(static_cast<size_t>(nrows), std::vector<float>(static_cast<size_t>(n)));
+          const float* ptrs[kMax];
+          for (int r = 0; r < nrows; ++r) {
+            for (float& v : rows[r]) v = round(100 + 3 * u(g));
+            ptrs[r] = rows[r].data();
+          }
+          const size_t last = static_cast<size_t>(nrows - 1);
+          if (n > 1) rows[0][1] = std::numeric_limits<float>::quiet_NaN();
+          if (n > 2) rows[last][2] = std::numeric_limits<float>::infinity();
+          if (n > 3) rows[last][3] = round(bf16 ? 3e19f : 65504.0f);
+          if (n > 64) rows[0][64] = round(bf16 ? -1e30f : -65504.0f);
+          std::vector<double> mean(static_cast<size_t>(n)), m2(static_cast<size_t>(n));
+          for (double& v : mean) v = 100 + u(g) / 3.0;  // not a float32: the shift rounds it
+          for (double& v : m2) v = count0 == 0 ? 0 : u(g) + 1;
+          std::vector<double> wm = mean, w2 = m2;
+          half_batch_moments_reference(rows, nrows, count0, wm, w2, n);
+          moments_rows_half(ptrs, nrows, count0, mean.data(), m2.data(), n);
+          INFO((bf16 ? "bfloat16" : "float16") << ": n " << n << ", " << nrows << " rows after " << count0);
+          int64_t bad = 0;
+          for (int64_t j = 0; j < n; ++j) bad += same_or_nan(mean[j], wm[j]) && same_or_nan(m2[j], w2[j]) ? 0 : 1;
+          CHECK(bad == 0);
+          if (n > 2) CHECK((std::isnan(m2[1]) && std::isnan(m2[2])));
+          if (n > 3 && bf16 && (count0 > 0 || nrows > 1)) CHECK(m2[3] > 1e38);  // finite, 9e38 / 8 or more
+        }
+    // The float32 sums' accuracy: 8 rows after 5 (held mean and m2 of the 5 values
+    // 100 + k), m2 against a float64 two-pass sum of all 13 values.
+    const int64_t n = 64;
+    std::vector<std::vector<float>> rows(kMax, std::vector<float>(n));
+    const float* ptrs[kMax];
+    for (int r = 0; r < kMax; ++r) {
+      for (float& v : rows[r]) v = round(100 + 3 * u(g));
+      ptrs[r] = rows[r].data();
+    }
+    std::vector<double> mean(n, 102.0), m2(n, 10.0);  // 100, 101, 102, 103, 104
+    moments_rows_half(ptrs, kMax, 5, mean.data(), m2.data(), n);
+    int64_t bad = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      std::vector<double> all = {100, 101, 102, 103, 104};
+      for (int r = 0; r < kMax; ++r) all.push_back(rows[r][j]);
+      double mu = 0, sq = 0;
+      for (double v : all) mu += v;
+      mu /= static_cast<double>(all.size());
+      for (double v : all) sq += (v - mu) * (v - mu);
+      bad += std::fabs(m2[j] - sq) <= 1e-6 * sq && std::fabs(mean[j] - mu) <= 1e-6 ? 0 : 1;
+    }
+    INFO((bf16 ? "bfloat16" : "float16") << ": accuracy against float64");
+    CHECK(bad == 0);
   }
 }
 

@@ -491,6 +491,56 @@ TEST_CASE("column schedule: var of columns far from 0, trending, with an outlier
   }
 }
 
+TEST_CASE("column schedule: half var of columns far from 0, trending, with an outlier or a square past float32",
+          "[ops][reduce]") {
+  // float16 and bfloat16 columns fold their batches with float32 sums
+  // (reduce_columns.h's moments_rows_half), on AVX-512 and on the baseline, against
+  // a float64 var of the stored values: columns far from 0 (1e4 + 8k in bfloat16,
+  // 1e3 + k / 8 in float16), a trend down the rows, a first value far above the rest,
+  // one value whose deviation squares past float32 (bfloat16's 2e19: its column
+  // takes the double update, variance 1.3e35, finite; float16's 6000), and columns
+  // alternating +-1e30 (bfloat16) or +-60000 (float16), whose variance overflows the
+  // dtype: inf. Within the result's rounding and 1e-5.
+  ember::testing::IsaGuard guard;
+  std::mt19937_64 rng(1013);
+  std::uniform_int_distribution<int> k(-64, 64);
+  struct Restore {
+    int threads = get_num_threads();
+    ~Restore() { set_num_threads(threads); }
+  } restore;
+  for (DType dt : {kBFloat16, kFloat16}) {
+    const bool bf16 = dt == kBFloat16;
+    const int64_t rows = 3000, cols = 80;
+    std::vector<double> v(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j) {
+        double& e = v[static_cast<size_t>(r * cols + j)];
+        const double sign = r % 2 ? 1.0 : -1.0;
+        if (j < 16) e = bf16 ? 1e4 + 8.0 * k(rng) : 1e3 + k(rng) / 8.0;
+        else if (j < 32) e = bf16 ? static_cast<double>(r) + k(rng) / 64.0 : r / 64.0 + k(rng) / 512.0;
+        else if (j < 48) e = r == 0 ? (bf16 ? 1e6 : 6e3) : k(rng) / 64.0;
+        else if (j < 64) e = r == 1500 ? (bf16 ? 2e19 : 6e3) : k(rng) / 64.0;
+        else e = sign * (bf16 ? 1e30 : 6e4);
+      }
+    Tensor x = ref::make({rows, cols}, dt, v);
+    const Groups g = group(ref::read(x), mask_of({0}, 2));
+    Array want{g.out_shape, {}};
+    std::vector<double> allowed;
+    for (size_t j = 0; j < g.values.size(); ++j) {
+      want.v.push_back(j < 64 ? var_of(g.values[j], 1) : INFINITY);
+      allowed.push_back((out_rounding(dt) + 1e-5) * std::fabs(want.v.back()));
+    }
+    for (const char* level : {"generic", "avx512"}) {
+      if (!ember::cpu::set_isa(level)) continue;
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        INFO(ref::str(dt) << " at " << level << ", " << threads << " threads");
+        CHECK(ref::compare_within(x.var({0}), want, allowed) == "");
+      }
+    }
+  }
+}
+
 TEST_CASE("column schedule: signed zeros, narrow dtypes and empty columns", "[ops][reduce]") {
   // -0 and +0 tie: the first zero down a column is the max, with its own sign.
   for (double first : {-0.0, 0.0}) {
