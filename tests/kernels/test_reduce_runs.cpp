@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -382,7 +383,10 @@ void plain_extremes(const std::vector<std::vector<float>>& rows, int nrows, int6
     }
 }
 
-bool same_or_nan(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+// The same bits (so -0 is not 0), or both NaN.
+bool same_or_nan(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 TEST_CASE("extreme_rows_f32 and moments_rows_f32: a batch of rows, the same results as plain loops", "[kernels][reduce]") {
   // The column schedule's other two row loops against plain loops written here: the
@@ -524,15 +528,24 @@ TEST_CASE("extreme_rows and moments_rows on float16 and bfloat16 bits: the plain
         fill([&](int, int64_t) { return 100 + u(g); });  // rounded to the 16-bit type
         if (n > 1) bits[0][1] = narrow(nan);
         if (n > 2) bits[static_cast<size_t>(nrows - 1)][2] = narrow(inf);
-        // bfloat16: a deviation of 3e19 in column 3, whose square overflows float32
-        // (the double update); float16's largest values square to 4e9, far below.
-        if (n > 3) bits[static_cast<size_t>(nrows - 1)][3] = narrow(bf16 ? 3e19f : 65504.0f);
+        // bfloat16: deviations of 3e19 whose squares overflow float32 (the double
+        // update) in column 3 and in one column of each other vector of a 64-column
+        // group (21, 38, 55) and the last; float16's largest values square to 4e9,
+        // far below, and take the float32 sums.
+        for (int64_t j : {int64_t(3), int64_t(21), int64_t(38), int64_t(55), n - 1})
+          if (j > 2 && j < n) bits[static_cast<size_t>(nrows - 1)][static_cast<size_t>(j)] = narrow(bf16 ? -3e19f : 65504.0f);
         for (int r = 0; r < nrows; ++r)
           for (int64_t j = 0; j < n; ++j) wide[r][j] = widen(bits[r][j]);
         for (int64_t count0 : {int64_t(5), int64_t(0)}) {
           std::vector<double> mean(static_cast<size_t>(n) + 16), m2(static_cast<size_t>(n) + 16);
           for (double& v : mean) v = 100 + u(g) / 3.0;  // not a float32: the shift rounds it
           for (double& v : m2) v = count0 == 0 ? 0 : u(g) + 1;
+          // Held means far from the batch (column 4: 1e4) and NaN (column 5: NaN
+          // moments, or, on a first batch, never read).
+          if (n > 5) {
+            mean[4] = 1e4 + u(g) / 3.0;
+            mean[5] = nan;
+          }
           std::vector<double> wm = mean, w2 = m2;
           half_batch_moments_reference(wide, nrows, count0, wm, w2, n);
           moments(ptrs, nrows, count0, mean.data(), m2.data(), n);
@@ -590,8 +603,9 @@ TEST_CASE("moments_rows_half: the half types' float32 batches as the plain loop,
           if (n > 2) CHECK((std::isnan(m2[1]) && std::isnan(m2[2])));
           if (n > 3 && bf16 && (count0 > 0 || nrows > 1)) CHECK(m2[3] > 1e38);  // finite, 9e38 / 8 or more
         }
-    // The float32 sums' accuracy: 8 rows after 5 (held mean and m2 of the 5 values
-    // 100 + k), m2 against a float64 two-pass sum of all 13 values.
+    // The float32 sums' accuracy on these values: 8 rows after 5 (held mean and m2
+    // of the 5 values 100 + k), m2 against a float64 two-pass sum of all 13 values
+    // (an outlier can take the error to 1.6e-6: reduce_columns.h).
     const int64_t n = 64;
     std::vector<std::vector<float>> rows(kMax, std::vector<float>(n));
     const float* ptrs[kMax];

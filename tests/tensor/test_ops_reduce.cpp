@@ -500,7 +500,9 @@ TEST_CASE("column schedule: half var of columns far from 0, trending, with an ou
   // one value whose deviation squares past float32 (bfloat16's 2e19: its column
   // takes the double update, variance 1.3e35, finite; float16's 6000), and columns
   // alternating +-1e30 (bfloat16) or +-60000 (float16), whose variance overflows the
-  // dtype: inf. Within the result's rounding and 1e-5.
+  // dtype: inf. Within the result's rounding and 1e-5: a coarse check (the rounding
+  // to 8 or 11 bits hides the float32 sums' error; test_reduce_runs.cpp holds the
+  // kernels' bits), which catches a wrong merge or a missed overflow.
   ember::testing::IsaGuard guard;
   std::mt19937_64 rng(1013);
   std::uniform_int_distribution<int> k(-64, 64);
