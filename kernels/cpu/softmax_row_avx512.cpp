@@ -371,7 +371,7 @@ void cols_once_group(const float* x, int64_t inner, int64_t dim, int64_t d0, int
     for (int i = 0; i < G; ++i) {
       const float* at = x + d * inner + 16 * (v0 + i);
       if (d + chunk < dim) __builtin_prefetch(at + chunk * inner);
-      const __m512 ev = _mm512_maskz_mov_ps(k[i], exp16_nonpos<false>(_mm512_sub_ps(_mm512_maskz_loadu_ps(k[i], at), cm[i])));
+      const __m512 ev = _mm512_maskz_mov_ps(k[i], exp16_table_nonpos(_mm512_sub_ps(_mm512_maskz_loadu_ps(k[i], at), cm[i])));
       if (!log) _mm512_store_ps(e + (d * nv + v0 + i) * 16, ev);
       sum[i] = _mm512_add_ps(sum[i], ev);
     }
