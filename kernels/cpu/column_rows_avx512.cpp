@@ -262,12 +262,6 @@ inline __m512 sub(__m512 a, __m512 b) { return _mm512_sub_round_ps(a, b, kNeares
 inline __m512 mul(__m512 a, __m512 b) { return _mm512_mul_round_ps(a, b, kNearest); }
 inline __m512d sub(__m512d a, __m512d b) { return _mm512_sub_round_pd(a, b, kNearest); }
 
-// 16 G columns of float16 or bfloat16 rows at a time (G vectors, so that G chains of
-// adds are in flight): reduce_columns.h's moments_rows_half in the same operations.
-// The shift, d, s and q are float32, 16 lanes to a vector, where moments_chunk widens
-// every value to double; the merge is in double. Columns whose q is not finite (a
-// NaN or an infinity in the batch, or a bfloat16 deviation past 1.8e19, whose square
-// overflows float32) are merged by moments_chunk instead, from the state they had.
 // moments_chunk for the (rare) half columns with a NaN, an infinity or an overflow:
 // out of line, so that the hot loop below does not carry a copy of it.
 template <class E>
@@ -276,6 +270,13 @@ template <class E>
   moments_chunk<false, E>(rows, nrows, count0, bw, mean, m2, j, static_cast<__mmask8>(m), static_cast<__mmask8>(m >> 8));
 }
 
+// 16 G columns of float16 or bfloat16 rows at a time (G vectors, so that G chains of
+// adds are in flight): reduce_columns.h's moments_rows_half in the same operations.
+// The shift, d, s and q are float32, 16 lanes to a vector, where moments_chunk widens
+// every value to double; the merge is in double. Columns whose q is not finite (a
+// NaN or an infinity in the batch, or a bfloat16 deviation past 1.8e19, whose square
+// overflows float32) are merged by moments_chunk_double instead, from the state they
+// had.
 template <int G, bool kFull, class E>
 void moments_chunk_half(const uint16_t* const* rows, int nrows, int64_t count0, const BatchWeights& bw, double* mean,
                         double* m2, int64_t j0, __mmask16 last) {
@@ -296,8 +297,8 @@ void moments_chunk_half(const uint16_t* const* rows, int nrows, int64_t count0, 
     s[g] = q[g] = _mm512_setzero_ps();
   }
   for (int r = 0; r < nrows; ++r)
-  #pragma GCC unroll 4
-  for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
       const typename E::S* at = rows[r] + j0 + 16 * g;
       ahead(at);
       const __m512 d = sub(load16<kFull, E>(at, m[g]), k[g]);
