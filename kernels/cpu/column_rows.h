@@ -20,6 +20,12 @@ namespace column_rows_detail {
 // Rows a batch holds at most.
 inline constexpr int kMaxRows = 8;
 
+// Rows the half types' var folds in at once (a span): up to 8 sub-batches of
+// kMaxRows rows share one float32 shift, and the span merges into the double mean
+// and m2 once. Merging every 8 rows, the merge's conversions and its state traffic
+// (two doubles a column, in L2) cost as much as the rows' own arithmetic.
+inline constexpr int kHalfSpanRows = 64;
+
 struct ColumnRowKernels {
   const char* name;
   // part[j] += rows[0][j], then rows[1][j], ... for j in [0, n), 1 <= nrows <= kMaxRows.
@@ -36,8 +42,9 @@ struct ColumnRowKernels {
                            int64_t n);
   // The same two on rows of float16 (f16) or bfloat16 (bf16) bits, each value widened
   // to float32 as it is loaded: the extremes are the float32 loop's results on the
-  // widened rows, the moments reduce_columns.h's moments_rows_half's (float32 batch
-  // sums). Each may be nullptr in a table that has only the float32 loops.
+  // widened rows, the moments reduce_columns.h's moments_rows_half's (a span of up to
+  // kHalfSpanRows rows in float32 sums). Each may be nullptr in a table that has only
+  // the float32 loops.
   void (*extreme_rows_f16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
                            int64_t n);
   void (*extreme_rows_bf16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best,

@@ -270,41 +270,119 @@ template <class E>
   moments_chunk<false, E>(rows, nrows, count0, bw, mean, m2, j, static_cast<__mmask8>(m), static_cast<__mmask8>(m >> 8));
 }
 
-// 16 G columns of float16 or bfloat16 rows at a time (G vectors, so that G chains of
-// adds are in flight): reduce_columns.h's moments_rows_half in the same operations.
-// The shift, d, s and q are float32, 16 lanes to a vector, where moments_chunk widens
-// every value to double; the merge is in double. Columns whose q is not finite (a
-// NaN or an infinity in the batch, or a bfloat16 deviation past 1.8e19, whose square
-// overflows float32) are merged by moments_chunk_double instead, from the state they
-// had.
-template <int G, bool kFull, class E>
-void moments_chunk_half(const uint16_t* const* rows, int nrows, int64_t count0, const BatchWeights& bw, double* mean,
-                        double* m2, int64_t j0, __mmask16 last) {
+// A row's 16 G columns j0... of float16 or bfloat16 as float32, in v[0..G). With
+// kSplit (bfloat16, G = 4, whole vectors), two 64-byte loads of 32 values each are
+// split by one instruction a vector: x << 16 widens the even columns, x & 0xffff0000
+// the odd ones, so v holds columns 0, 2, ..., 30; 1, 3, ..., 31; 32, 34, ...; 33,
+// 35, .... (A zero-extend and a shift per 16 values, the other form, go through
+// the shuffle port: a harness of the span loop read 35 GB/s that way against 50.)
+template <int G, bool kFull, class E, bool kSplit>
+inline void load_row(const uint16_t* p, const __mmask16* m, __m512* v) {
+  ahead(p);
+  if constexpr (G == 4) ahead(p + 32);
+  if constexpr (kSplit) {
+    static_assert(G == 4 && kFull && std::is_same_v<E, BF16>);
+    const __m512i odd = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m512i x = _mm512_loadu_si512(p + 32 * h);
+      v[2 * h] = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+      v[2 * h + 1] = _mm512_castsi512_ps(_mm512_and_si512(x, odd));
+    }
+  } else {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) v[g] = load16<kFull, E>(p + 16 * g, m[g]);
+  }
+}
+
+// The columns of a kSplit pair (even, odd) back in order, or out of it.
+inline void interleave(__m512& even, __m512& odd) {
+  const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+  const __m512 a = _mm512_permutex2var_ps(even, lo, odd), b = _mm512_permutex2var_ps(even, hi, odd);
+  even = a;
+  odd = b;
+}
+inline void deinterleave(__m512& first, __m512& second) {
+  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  const __m512 a = _mm512_permutex2var_ps(first, ev, second), b = _mm512_permutex2var_ps(first, od, second);
+  first = a;
+  second = b;
+}
+
+// 16 G columns of a span of float16 or bfloat16 rows (up to kHalfSpanRows) at a
+// time, G vectors so that G chains of adds are in flight: reduce_columns.h's
+// moments_rows_half in the same operations. The shift, d, the sub-batches' s8 and
+// q8 and the span's s and q are float32, 16 lanes to a vector, where moments_chunk
+// widens every value to double; the one merge is in double. Columns whose q is not
+// finite (a NaN or an infinity in the span, or a bfloat16 deviation past 1.8e19,
+// whose square overflows float32) are merged by moments_chunk_double instead, from
+// the state they had. With kSplit the lanes hold columns out of order (load_row)
+// until the merge puts them back.
+template <int G, bool kFull, class E, bool kSplit>
+void moments_span_half(const uint16_t* const* rows, int nrows, int64_t count0, const BatchWeights& bw, double* mean,
+                       double* m2, int64_t j0, __mmask16 last) {
+  constexpr int kSub = kMaxRows;
   __m512d held[G][2];
-  __m512 k[G], s[G], q[G];
+  __m512 k[G], s[G], q[G], v[G];
   __mmask16 m[G];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) {
-    const int64_t j = j0 + 16 * g;
     m[g] = g + 1 == G ? last : __mmask16(0xffff);
-    if (count0 == 0) {
-      k[g] = load16<kFull, E>(rows[0] + j, m[g]);
-    } else {
+    s[g] = q[g] = _mm512_setzero_ps();
+  }
+  if (count0 == 0) {  // the mean of the first min(8, R) rows, in float32
+    const int first = nrows < kSub ? nrows : kSub;
+    load_row<G, kFull, E, kSplit>(rows[0] + j0, m, k);
+    for (int r = 1; r < first; ++r) {
+      load_row<G, kFull, E, kSplit>(rows[r] + j0, m, v);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) k[g] = add(k[g], v[g]);
+    }
+    const __m512 count = _mm512_set1_ps(static_cast<float>(first));
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) k[g] = _mm512_div_round_ps(k[g], count, kNearest);
+  } else {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const int64_t j = j0 + 16 * g;
       held[g][0] = load8d<kFull>(mean + j, static_cast<__mmask8>(m[g]));
       held[g][1] = load8d<kFull>(mean + j + 8, static_cast<__mmask8>(m[g] >> 8));
       k[g] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(held[g][0])), _mm512_cvtpd_ps(held[g][1]), 1);
     }
-    s[g] = q[g] = _mm512_setzero_ps();
+    if constexpr (kSplit) {
+      deinterleave(k[0], k[1]);
+      deinterleave(k[2], k[3]);
+    }
   }
-  for (int r = 0; r < nrows; ++r)
+  for (int r0 = 0; r0 < nrows; r0 += kSub) {
+    const int r1 = nrows - r0 < kSub ? nrows : r0 + kSub;
+    __m512 s8[G], q8[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) s8[g] = q8[g] = _mm512_setzero_ps();
+    for (int r = r0; r < r1; ++r) {
+      load_row<G, kFull, E, kSplit>(rows[r] + j0, m, v);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const __m512 d = sub(v[g], k[g]);
+        s8[g] = add(s8[g], d);
+        q8[g] = add(q8[g], mul(d, d));
+      }
+    }
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      const typename E::S* at = rows[r] + j0 + 16 * g;
-      ahead(at);
-      const __m512 d = sub(load16<kFull, E>(at, m[g]), k[g]);
-      s[g] = add(s[g], d);
-      q[g] = add(q[g], mul(d, d));
+      s[g] = add(s[g], s8[g]);
+      q[g] = add(q[g], q8[g]);
     }
+  }
+  if constexpr (kSplit) {
+    for (int g = 0; g < G; g += 2) {
+      interleave(k[g], k[g + 1]);
+      interleave(s[g], s[g + 1]);
+      interleave(q[g], q[g + 1]);
+    }
+  }
   const __m512d inv_r = _mm512_set1_pd(bw.inv_r), w = _mm512_set1_pd(bw.w), c = _mm512_set1_pd(bw.c);
   const __m512d zero = _mm512_setzero_pd();
   const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
@@ -315,8 +393,8 @@ void moments_chunk_half(const uint16_t* const* rows, int nrows, int64_t count0, 
     __m512d new_mean[2], new_m2[2];
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const auto part = [&](__m512 v) {
-        return _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
+      const auto part = [&](__m512 x) {
+        return _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(x, 1) : _mm512_castps512_ps256(x));
       };
       const __m512d kd = part(k[g]), sd = part(s[g]), qd = part(q[g]);
       const __m512d before = count0 == 0 ? kd : held[g][h];
@@ -336,12 +414,15 @@ void moments_chunk_half(const uint16_t* const* rows, int nrows, int64_t count0, 
   }
 }
 
+// A span of rows: 64 columns at a time (one strip of 128 bytes a row, down all the
+// span's rows, before the next), then 16 at a time with masked loads.
 template <class E>
 void moments_rows_half(const uint16_t* const* rows, int nrows, int64_t count0, double* mean, double* m2, int64_t n) {
   const BatchWeights bw = batch_weights(count0, nrows);
+  constexpr bool kSplit = std::is_same_v<E, BF16>;
   int64_t j = 0;
-  for (; j + 64 <= n; j += 64) moments_chunk_half<4, true, E>(rows, nrows, count0, bw, mean, m2, j, 0xffff);
-  for (; j < n; j += 16) moments_chunk_half<1, false, E>(rows, nrows, count0, bw, mean, m2, j, first16(n - j));
+  for (; j + 64 <= n; j += 64) moments_span_half<4, true, E, kSplit>(rows, nrows, count0, bw, mean, m2, j, 0xffff);
+  for (; j < n; j += 16) moments_span_half<1, false, E, false>(rows, nrows, count0, bw, mean, m2, j, first16(n - j));
 }
 
 constexpr ColumnRowKernels kSet = {"avx512",

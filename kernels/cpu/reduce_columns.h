@@ -94,29 +94,31 @@ void widen_row(const T* src, W* dst, int64_t n) {
 
 // Columns a widened batch holds: 8 rows of 512 float32 values are 16 KiB, which stay
 // in L1 between the widening and the loop that reads them (whole 4096-wide rows, 128
-// KiB, went through L2 and ran slower).
+// KiB, went through L2 and ran slower). The half types' var widens spans of up to 64
+// rows, 128 columns at a time (32 KiB).
 inline constexpr int64_t kWidenCols = 512;
+inline constexpr int64_t kWidenSpanCols = 128;
 
 // Calls f(rows, c0, m) over a batch's columns [c0, c0 + m), rows[r][0] being column
 // c0, with the rows as W (column_t<T>): rows of type W whole, narrower ones widened
-// kWidenCols columns at a time into room (kMaxRows * kWidenCols values), the rows'
-// next columns prefetched meanwhile (AVX-512's loops read half rows themselves).
-template <class W, class T, class F>
+// kCols columns at a time into room (kRows * kCols values), the rows' next columns
+// prefetched meanwhile (AVX-512's loops read half rows themselves).
+template <int kRows, int64_t kCols, class W, class T, class F>
 void for_widened(const T* const* rows, int nrows, int64_t n, W* room, F&& f) {
   if constexpr (std::is_same_v<T, W>) {
     f(rows, 0, n);
   } else {
-    const W* wide[column_rows_detail::kMaxRows];
-    for (int64_t c0 = 0; c0 < n; c0 += kWidenCols) {
-      const int64_t m = std::min(kWidenCols, n - c0);
+    const W* wide[kRows];
+    for (int64_t c0 = 0; c0 < n; c0 += kCols) {
+      const int64_t m = std::min(kCols, n - c0);
       for (int r = 0; r < nrows; ++r) {
         // The row's next columns are fetched meanwhile: the hardware's prefetchers
         // keep too few lines of 8 strided rows in flight (column_rows_avx512.cpp).
-        const int64_t ahead = std::min(kWidenCols, n - c0 - m);
+        const int64_t ahead = std::min(kCols, n - c0 - m);
         const char* next = reinterpret_cast<const char*>(rows[r] + c0 + m);
         for (int64_t b = 0; b < ahead * static_cast<int64_t>(sizeof(T)); b += 64) __builtin_prefetch(next + b);
-        widen_row(rows[r] + c0, room + r * kWidenCols, m);
-        wide[r] = room + r * kWidenCols;
+        widen_row(rows[r] + c0, room + r * kCols, m);
+        wide[r] = room + r * kCols;
       }
       f(wide, c0, m);
     }
@@ -131,13 +133,13 @@ const uint16_t* const* half_bits(const T* const* rows, int nrows, const uint16_t
   return out;
 }
 
-// Collects rows of consecutive positions into batches of up to kMaxRows (for the
-// loops of column_rows.h, and var's baseline loop) and hands each batch to
-// flush(rows, nrows, first position) when it is full or when the caller says it
-// must end (`last`).
-template <class T>
+// Collects rows of consecutive positions into batches of up to kRows (kMaxRows for
+// the loops of column_rows.h and var's baseline loop, kHalfSpanRows for the half
+// types' var) and hands each batch to flush(rows, nrows, first position) when it is
+// full or when the caller says it must end (`last`).
+template <class T, int kRows = column_rows_detail::kMaxRows>
 struct RowBatch {
-  const T* rows[column_rows_detail::kMaxRows];
+  const T* rows[kRows];
   int nrows = 0;
   int64_t first = 0;
 
@@ -145,7 +147,7 @@ struct RowBatch {
   void add(const T* row, int64_t r, bool last, Flush&& flush) {
     if (nrows == 0) first = r;
     rows[nrows++] = row;
-    if (nrows == column_rows_detail::kMaxRows || last) {
+    if (nrows == kRows || last) {
       flush(rows, nrows, first);
       nrows = 0;
     }
@@ -308,44 +310,61 @@ void moments_rows_baseline(const T* const* rows, int nrows, int64_t count0, doub
   }
 }
 
-// The half types' batch (float16 or bfloat16 rows widened to float32, exactly):
-// the shift K (the running mean rounded to float32, or the batch's first value), d,
-// s and q in float32, then the merge in double, where moments_rows_baseline widens
-// every value to double. A half column's variance is stored as float16 or bfloat16
-// (relative precision 2^-11 or 2^-8). float32 sums of at most kMaxRows squares carry
-// a relative error below 8 * 2^-24 = 5e-7, which q - s * e can multiply by up to 1 +
-// R on a first batch with an outlier: m2's worst relative error measured over 14
-// kinds of data, batch after batch, was 1.6e-6 (1e-13 in double), 300 times below
-// the bfloat16 output's rounding and 2500 below float16's. (PyTorch's CPU kernel
-// keeps the half types' var in double, its CUDA kernel in float32.) The merge takes
-// the batch mean K + e against the held mean M:
-//   delta = (K - M) + e,  mean = M + delta * w,  m2 += (q - s * e, clamped at 0) + (delta * delta) * c,
-// (K - M is 0 on a column's first batch, where M is taken to be K). A column whose q
-// is not finite (a NaN or an infinity in its batch, or a bfloat16 deviation past
+// The half types' span (float16 or bfloat16 rows widened to float32, exactly; up to
+// kHalfSpanRows rows): the shift K, d, s and q in float32, then one merge in double,
+// where moments_rows_baseline widens every value to double. For each column:
+// - K is the running mean rounded to float32, or on a column's first span the float32
+//   mean of its first min(8, R) rows (their sum, then divided by their count). A first
+//   row as the shift would let an outlier there inflate q to (1 + R) times the span's
+//   own m2 before q - s * e cancels it; the mean of 8 rows bounds that at 1 + R / 8 = 9.
+// - d = x - K; each sub-batch of up to 8 rows sums d and d * d into s8 and q8 from 0,
+//   which are then added to the span's s and q (two levels: 8 + 8 terms a chain, not 64).
+// - The merge takes the span mean K + e (e = s / R) against the held mean M:
+//     delta = (K - M) + e,  mean = M + delta * w,  m2 += (q - s * e, clamped at 0) + (delta * delta) * c,
+//   (K - M is 0 on a first span, where M is taken to be K).
+// A half column's variance is stored as float16 or bfloat16 (relative precision 2^-11
+// or 2^-8); the float32 sums' error on m2 is measured in docs/kernels-cpu.md
+// ("Reductions") and held by tests/kernels/test_reduce_runs.cpp. (PyTorch's CPU kernel
+// keeps the half types' var in double, its CUDA kernel in float32.) A column whose q
+// is not finite (a NaN or an infinity in its span, or a bfloat16 deviation past
 // 1.8e19, whose square overflows float32) is merged by moments_rows_baseline instead,
 // from the state it had. column_rows.h's AVX-512 loops do the same operations in the
-// same order. Half as many operations a value as in double: the AVX-512 loop of
-// bfloat16 [4096, 4096] over dim 0 read 33-35 GB/s against 20-23 in double.
+// same order.
 inline void moments_rows_half(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2,
                               int64_t n) {
   EMBER_MOMENTS_NO_CONTRACT
   constexpr int64_t kCols = 64;
+  constexpr int kSub = column_rows_detail::kMaxRows;
   const column_rows_detail::BatchWeights bw = column_rows_detail::batch_weights(count0, nrows);
+  const int first = std::min(nrows, kSub);  // the rows a first span's shift averages
   for (int64_t j0 = 0; j0 < n; j0 += kCols) {
     const int64_t m = std::min(kCols, n - j0);
     float shift[kCols], s[kCols] = {}, q[kCols] = {};
     double held[kCols], new_mean[kCols], new_m2[kCols];
     for (int64_t j = 0; j < m; ++j) {
-      shift[j] = count0 == 0 ? rows[0][j0 + j] : static_cast<float>(mean[j0 + j]);
+      if (count0 == 0) {
+        float t = rows[0][j0 + j];
+        for (int r = 1; r < first; ++r) t = t + rows[r][j0 + j];
+        shift[j] = t / static_cast<float>(first);
+      } else {
+        shift[j] = static_cast<float>(mean[j0 + j]);
+      }
       held[j] = count0 == 0 ? static_cast<double>(shift[j]) : mean[j0 + j];
     }
-    for (int r = 0; r < nrows; ++r) {
-      const float* x = rows[r] + j0;
+    for (int r0 = 0; r0 < nrows; r0 += kSub) {
+      float s8[kCols] = {}, q8[kCols] = {};
+      for (int r = r0; r < std::min(nrows, r0 + kSub); ++r) {
+        const float* x = rows[r] + j0;
+        for (int64_t j = 0; j < m; ++j) {
+          const float d = x[j] - shift[j];
+          s8[j] = s8[j] + d;
+          const float dd = d * d;
+          q8[j] = q8[j] + dd;
+        }
+      }
       for (int64_t j = 0; j < m; ++j) {
-        const float d = x[j] - shift[j];
-        s[j] = s[j] + d;
-        const float dd = d * d;
-        q[j] = q[j] + dd;
+        s[j] = s[j] + s8[j];
+        q[j] = q[j] + q8[j];
       }
     }
     bool odd[kCols], any_odd = false;
@@ -366,7 +385,7 @@ inline void moments_rows_half(const float* const* rows, int nrows, int64_t count
       new_m2[j] = m2[j0 + j] + add;
     }
     if (any_odd) {
-      const float* block[column_rows_detail::kMaxRows];
+      const float* block[column_rows_detail::kHalfSpanRows];
       for (int r = 0; r < nrows; ++r) block[r] = rows[r] + j0;
       moments_rows_baseline(block, nrows, count0, mean + j0, m2 + j0, m);
     }
@@ -378,13 +397,16 @@ inline void moments_rows_half(const float* const* rows, int nrows, int64_t count
   }
 }
 
-// The floating dtypes; the half types' batches read as float32 (by the 16-bit loops
+// The floating dtypes; the half types' spans read as float32 (by the 16-bit loops
 // of column_rows.h, or widened in blocks by for_widened).
 template <class T>
 struct ColumnMoments {
   static_assert(is_floating_v<T>);
   using W = column_t<T>;
   static constexpr bool kWidens = !std::is_same_v<T, W>;
+  // Rows folded in at once, and the columns of a widened block.
+  static constexpr int kRows = is_half_v<T> ? column_rows_detail::kHalfSpanRows : column_rows_detail::kMaxRows;
+  static constexpr int64_t kCols = is_half_v<T> ? kWidenSpanCols : kWidenCols;
   int64_t n_ = 0;
   int64_t count = 0;
   double* mean = nullptr;
@@ -392,9 +414,7 @@ struct ColumnMoments {
   W* room = nullptr;  // the widened batch (half types)
 
   ColumnMoments() = default;
-  static size_t bytes(int64_t n) {
-    return 2 * carved<double>(n) + (kWidens ? carved<W>(column_rows_detail::kMaxRows * kWidenCols) : 0);
-  }
+  static size_t bytes(int64_t n) { return 2 * carved<double>(n) + (kWidens ? carved<W>(kRows * kCols) : 0); }
   ColumnMoments(int64_t n, char* mem, bool) : n_(n), mean(carve<double>(mem, n)), m2(carve<double>(mem, n)) {
     if constexpr (kWidens) room = reinterpret_cast<W*>(mem);  // written before it is read
   }
@@ -406,19 +426,19 @@ struct ColumnMoments {
     double* sq = m2;
     const column_rows_detail::ColumnRowKernels* k = nullptr;
     if constexpr (std::is_same_v<W, float>) k = column_row_kernels();
-    RowBatch<T> batch;
+    RowBatch<T, kRows> batch;
     for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
       batch.add(src, r, r + 1 == r1, [&](const T* const* in_rows, int nrows, int64_t) {
         if constexpr (is_half_v<T>) {
           const auto f = !k ? nullptr : std::is_same_v<T, Half> ? k->moments_rows_f16 : k->moments_rows_bf16;
           if (f) {  // widened in registers
-            const uint16_t* bits[column_rows_detail::kMaxRows];
+            const uint16_t* bits[kRows];
             f(half_bits(in_rows, nrows, bits), nrows, count, mu, sq, n);
             count += nrows;
             return;
           }
         }
-        for_widened(in_rows, nrows, n, room, [&](const W* const* rows, int64_t c0, int64_t m) {
+        for_widened<kRows, kCols>(in_rows, nrows, n, room, [&](const W* const* rows, int64_t c0, int64_t m) {
           if constexpr (is_half_v<T>) {
             moments_rows_half(rows, nrows, count, mu + c0, sq + c0, m);
           } else {
@@ -503,7 +523,8 @@ struct ColumnExtremes {
             return f(half_bits(in_rows, nrows, bits), nrows, first, max, b, p, n);
           }
         }
-        for_widened(in_rows, nrows, n, room, [&](const A* const* rows, int64_t c0, int64_t m) {
+        for_widened<column_rows_detail::kMaxRows, kWidenCols>(in_rows, nrows, n, room, [&](const A* const* rows,
+                                                                                        int64_t c0, int64_t m) {
           A* bc = b + c0;
           int64_t* pc = p + c0;
           if constexpr (std::is_same_v<A, float>) {

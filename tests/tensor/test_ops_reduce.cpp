@@ -493,8 +493,9 @@ TEST_CASE("column schedule: var of columns far from 0, trending, with an outlier
 
 TEST_CASE("column schedule: half var of columns far from 0, trending, with an outlier or a square past float32",
           "[ops][reduce]") {
-  // float16 and bfloat16 columns fold their batches with float32 sums
-  // (reduce_columns.h's moments_rows_half), on AVX-512 and on the baseline, against
+  // float16 and bfloat16 columns fold spans of up to 64 rows with float32 sums
+  // (reduce_columns.h's moments_rows_half; 16 slices of 187-188 rows here, so whole
+  // and partial spans), on AVX-512 and on the baseline, against
   // a float64 var of the stored values: columns far from 0 (1e4 + 8k in bfloat16,
   // 1e3 + k / 8 in float16), a trend down the rows, a first value far above the rest,
   // one value whose deviation squares past float32 (bfloat16's 2e19: its column
