@@ -33,6 +33,8 @@ namespace {
 
 // Long reductions with few outputs are cut into this many slices.
 constexpr int64_t kSlices = 16;
+// Columns a thread merges the slices of at a time (run_columns).
+constexpr int64_t kMergeCols = 512;
 // The row schedule hands threads up to this many consecutive outputs at a time.
 constexpr int64_t kRowChunk = 256;
 
@@ -213,8 +215,8 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
     out_off += c0;
     return std::min(B, inner - c0);
   };
-  const auto finish = [&](const State& s, int64_t out_off) {
-    for (int64_t j = 0; j < s.size(); ++j) {
+  const auto finish = [&](const State& s, int64_t out_off, int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
       Acc<T> a{op};
       s.fill(j, a);
       store<T>(a, op, g.red_numel, correction, out, indices, out_off + j);
@@ -226,7 +228,7 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
       const int64_t n = locate(job, in_off, out_off);
       State s(n, static_cast<char*>(column_scratch().get(State::bytes(n))), want_max);
       s.add(g, at(in_off), 0, g.red_numel);
-      finish(s, out_off);
+      finish(s, out_off, 0, n);
     });
     return;
   }
@@ -236,11 +238,25 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
     const int64_t n = locate(job, in_off, out_off);
     char* mem = static_cast<char*>(column_scratch().get(static_cast<size_t>(ns) * State::bytes(n)));
     State parts[kSlices];
-    for (int64_t i = 0; i < ns; ++i) parts[i] = State(n, mem + i * State::bytes(n), want_max);
+    // Each slice's state is zeroed by the thread that fills it.
 #pragma omp parallel for num_threads(get_num_threads()) schedule(static)
-    for (int64_t i = 0; i < ns; ++i) parts[i].add(g, at(in_off), g.red_numel * i / ns, g.red_numel * (i + 1) / ns);
-    for (int64_t i = 1; i < ns; ++i) parts[0].merge(parts[i]);
-    finish(parts[0], out_off);
+    for (int64_t i = 0; i < ns; ++i) {
+      parts[i] = State(n, mem + i * State::bytes(n), want_max);
+      parts[i].add(g, at(in_off), g.red_numel * i / ns, g.red_numel * (i + 1) / ns);
+    }
+    // The slices merge into the first and the outputs are stored by ranges of
+    // kMergeCols columns, in parallel: each range takes slices 1, 2, ... in order, on
+    // its own copy of the first slice's state (its count), so the bits are those of
+    // merging whole states one after another. On one thread, merging 16 slices of
+    // bfloat16 var over dim 0 of [4096, 4096] took a fifth of the reduction's time.
+    const int64_t ranges = (n + kMergeCols - 1) / kMergeCols;
+#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (ranges > 1)
+    for (int64_t c = 0; c < ranges; ++c) {
+      const int64_t j0 = c * kMergeCols, j1 = std::min(n, j0 + kMergeCols);
+      State s = parts[0];
+      for (int64_t i = 1; i < ns; ++i) s.merge(parts[i], j0, j1);
+      finish(s, out_off, j0, j1);
+    }
   }
 }
 

@@ -203,8 +203,10 @@ struct ColumnSums {
     });
     if constexpr (!std::is_integral_v<T>) flush();
   }
-  void merge(const ColumnSums& later) {
-    for (int64_t j = 0; j < size(); ++j) acc[j] += later.acc[j];
+  // Columns [j0, j1) of a later slice merged in (reduce.cpp merges ranges in parallel,
+  // each on its own copy of the first slice's state).
+  void merge(const ColumnSums& later, int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) acc[j] += later.acc[j];
   }
   template <class A>
   void fill(int64_t j, A& a) const {
@@ -452,8 +454,8 @@ struct ColumnMoments {
       });
     });
   }
-  void merge(const ColumnMoments& later) {
-    for (int64_t j = 0; j < size(); ++j) {
+  void merge(const ColumnMoments& later, int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
       Moments a{count, mean[j], m2[j]};
       a.merge(Moments{later.count, later.mean[j], later.m2[j]});
       mean[j] = a.mean;
@@ -551,9 +553,9 @@ struct ColumnExtremes {
       });
     });
   }
-  void merge(const ColumnExtremes& later) {
+  void merge(const ColumnExtremes& later, int64_t j0, int64_t j1) {
     if (!later.started) return;
-    for (int64_t j = 0; j < size(); ++j)
+    for (int64_t j = j0; j < j1; ++j)
       if (!started || wins(later.best[j], best[j])) {
         best[j] = later.best[j];
         pos[j] = later.pos[j];
