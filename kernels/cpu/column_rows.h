@@ -20,10 +20,11 @@ namespace column_rows_detail {
 // Rows a batch holds at most.
 inline constexpr int kMaxRows = 8;
 
-// Rows the half types' var folds in at once (a span): up to 8 sub-batches of
+// Rows the half types' loops fold in at once (a span). var: up to 8 sub-batches of
 // kMaxRows rows share one float32 shift, and the span merges into the double mean
-// and m2 once. Merging every 8 rows, the merge's conversions and its state traffic
-// (two doubles a column, in L2) cost as much as the rows' own arithmetic.
+// and m2 once (merging every 8 rows, the merge's conversions and its state traffic,
+// two doubles a column in L2, cost as much as the rows' own arithmetic). The
+// extremes: positions (8 bytes a column) are stored once a span.
 inline constexpr int kHalfSpanRows = 64;
 
 struct ColumnRowKernels {
@@ -41,10 +42,10 @@ struct ColumnRowKernels {
   void (*moments_rows_f32)(const float* const* rows, int nrows, int64_t count0, double* mean, double* m2,
                            int64_t n);
   // The same two on rows of float16 (f16) or bfloat16 (bf16) bits, each value widened
-  // to float32 as it is loaded: the extremes are the float32 loop's results on the
-  // widened rows, the moments reduce_columns.h's moments_rows_half's (a span of up to
-  // kHalfSpanRows rows in float32 sums). Each may be nullptr in a table that has only
-  // the float32 loops.
+  // to float32 as it is loaded, in spans of up to kHalfSpanRows rows: the extremes
+  // are the float32 loop's results on the widened rows, the moments
+  // reduce_columns.h's moments_rows_half's (float32 sums). Each may be nullptr in a
+  // table that has only the float32 loops.
   void (*extreme_rows_f16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best, int64_t* pos,
                            int64_t n);
   void (*extreme_rows_bf16)(const uint16_t* const* rows, int nrows, int64_t pos0, bool max, float* best,

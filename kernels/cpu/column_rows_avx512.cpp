@@ -157,49 +157,72 @@ void extreme_rows_exact(const typename E::S* const* rows, int nrows, int64_t pos
   _mm512_mask_storeu_epi64(pos + j + 8, static_cast<__mmask8>(m >> 8), hi);
 }
 
-// 16 columns at a time, four instructions a row: compare, take the value, take the
-// row's index (int32, within the batch), and v * 0 + nan_seen, which turns NaN if v
-// is a NaN or an infinity. The compare is ordered, so a NaN already held stays (no
-// value is beyond it) and a NaN in a row never enters: such columns (rare) are done
-// again by extreme_rows_exact from the state they had. The extreme_rows_exact form
-// ran at half the speed: its NaN masks and two 64-bit blends a row made it bound by
-// instructions, not memory (both threads of [4096, 4096] max over dim 0 read 25-29
-// GB/s against 60-75 for the sum in the same harness; this form 49-56).
-template <bool kMax, bool kFull, class E>
-void extreme_chunk(const typename E::S* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos, int64_t j,
-                   __mmask16 m) {
+// 16 G columns at a time (G vectors), four instructions a row and vector: compare,
+// take the value, take the row's index (int32, within the batch), and v * 0 +
+// nan_seen, which turns NaN if v is a NaN or an infinity. The compare is ordered, so
+// a NaN already held stays (no value is beyond it) and a NaN in a row never enters:
+// such vectors of columns (rare) are done again by extreme_rows_exact from the state
+// they had. The extreme_rows_exact form ran at half the speed: its NaN masks and two
+// 64-bit blends a row made it bound by instructions, not memory (both threads of
+// [4096, 4096] max over dim 0 read 25-29 GB/s against 60-75 for the sum in the same
+// harness; this form 49-56). float32 goes 16 columns at a time in batches of 8 rows
+// (two chains of 16 columns were no faster); the 16-bit types 64 at a time down
+// spans of up to 64 rows, so that the positions, 8 bytes a column, are stored once
+// a span instead of once every 8 rows.
+template <int G, bool kMax, bool kFull, class E>
+void extreme_group(const typename E::S* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos, int64_t j0,
+                   __mmask16 last) {
   constexpr int kBeyond = kMax ? _CMP_GT_OQ : _CMP_LT_OQ;
+  constexpr int kPerLine = sizeof(typename E::S) == 2 ? 2 : 1;  // vectors a 64-byte line holds
   const __m512 zero = _mm512_setzero_ps();
-  __m512 b = load16<kFull>(best + j, m);
-  __m512i row = _mm512_set1_epi32(-1);  // the batch's row that won, or -1
-  __m512 nan_seen = zero;
-  for (int r = 0; r < nrows; ++r) {
-    ahead(rows[r] + j);
-    const __m512 v = load16<kFull, E>(rows[r] + j, m);
-    const __mmask16 win = _mm512_cmp_ps_mask(v, b, kBeyond);
-    nan_seen = _mm512_fmadd_ps(v, zero, nan_seen);
-    b = _mm512_mask_blend_ps(win, b, v);
-    row = _mm512_mask_blend_epi32(win, row, _mm512_set1_epi32(r));
+  __m512 b[G], nan_seen[G];
+  __m512i row[G];
+  __mmask16 m[G];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    m[g] = g + 1 == G ? last : __mmask16(0xffff);
+    b[g] = load16<kFull>(best + j0 + 16 * g, m[g]);
+    row[g] = _mm512_set1_epi32(-1);  // the batch's row that won, or -1
+    nan_seen[g] = zero;
   }
-  if (_mm512_cmp_ps_mask(nan_seen, nan_seen, _CMP_UNORD_Q) != 0) {
-    extreme_rows_exact<kMax, E>(rows, nrows, pos0, best, pos, j, m);
-    return;
+  for (int r = 0; r < nrows; ++r) {
+    const __m512i at = _mm512_set1_epi32(r);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const typename E::S* p = rows[r] + j0 + 16 * g;
+      if (g % kPerLine == 0) ahead(p);
+      const __m512 v = load16<kFull, E>(p, m[g]);
+      const __mmask16 win = _mm512_cmp_ps_mask(v, b[g], kBeyond);
+      nan_seen[g] = _mm512_fmadd_ps(v, zero, nan_seen[g]);
+      b[g] = _mm512_mask_blend_ps(win, b[g], v);
+      row[g] = _mm512_mask_blend_epi32(win, row[g], at);
+    }
   }
   const __m512i start = _mm512_set1_epi64(pos0);
-  const __mmask16 won = _mm512_mask_cmpge_epi32_mask(m, row, _mm512_setzero_si512());
-  const __m512i lo = _mm512_add_epi64(start, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(row)));
-  const __m512i hi = _mm512_add_epi64(start, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(row, 1)));
-  if (kFull) _mm512_storeu_ps(best + j, b);
-  else _mm512_mask_storeu_ps(best + j, m, b);
-  _mm512_mask_storeu_epi64(pos + j, static_cast<__mmask8>(won), lo);
-  _mm512_mask_storeu_epi64(pos + j + 8, static_cast<__mmask8>(won >> 8), hi);
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const int64_t j = j0 + 16 * g;
+    if (_mm512_cmp_ps_mask(nan_seen[g], nan_seen[g], _CMP_UNORD_Q) != 0) {
+      extreme_rows_exact<kMax, E>(rows, nrows, pos0, best, pos, j, m[g]);
+      continue;
+    }
+    const __mmask16 won = _mm512_mask_cmpge_epi32_mask(m[g], row[g], _mm512_setzero_si512());
+    const __m512i lo = _mm512_add_epi64(start, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(row[g])));
+    const __m512i hi = _mm512_add_epi64(start, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(row[g], 1)));
+    if (kFull) _mm512_storeu_ps(best + j, b[g]);
+    else _mm512_mask_storeu_ps(best + j, m[g], b[g]);
+    _mm512_mask_storeu_epi64(pos + j, static_cast<__mmask8>(won), lo);
+    _mm512_mask_storeu_epi64(pos + j + 8, static_cast<__mmask8>(won >> 8), hi);
+  }
 }
 
 template <bool kMax, class E>
 void extreme_rows(const typename E::S* const* rows, int nrows, int64_t pos0, float* best, int64_t* pos, int64_t n) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) extreme_chunk<kMax, true, E>(rows, nrows, pos0, best, pos, j, 0xffff);
-  if (j < n) extreme_chunk<kMax, false, E>(rows, nrows, pos0, best, pos, j, first16(n - j));
+  if constexpr (!std::is_same_v<E, F32>)
+    for (; j + 64 <= n; j += 64) extreme_group<4, kMax, true, E>(rows, nrows, pos0, best, pos, j, 0xffff);
+  for (; j + 16 <= n; j += 16) extreme_group<1, kMax, true, E>(rows, nrows, pos0, best, pos, j, 0xffff);
+  if (j < n) extreme_group<1, kMax, false, E>(rows, nrows, pos0, best, pos, j, first16(n - j));
 }
 
 template <class E>

@@ -7,6 +7,8 @@
 
 #include <omp.h>
 
+#include "kernels/cpu/team_loop.h"
+
 #include <atomic>
 
 namespace ember {
@@ -24,3 +26,11 @@ int get_num_threads() {
 }
 
 }  // namespace ember
+
+namespace ember::cpu {
+
+void team_loop(int64_t n, bool worth_a_team, void (*body)(void*, int64_t), void* ctx) {
+  parallel_rows(n, worth_a_team, [&](int64_t i) { body(ctx, i); });
+}
+
+}  // namespace ember::cpu

@@ -27,6 +27,7 @@
 #include "kernels/cpu/reduce_columns.h"
 #include "kernels/cpu/reduce_runs.h"
 #include "kernels/cpu/scratch.h"
+#include "kernels/cpu/team_loop.h"
 
 namespace ember::cpu {
 namespace {
@@ -140,8 +141,8 @@ struct Reducer {
     }
     const int64_t ns = std::min<int64_t>(d0, kSlices);
     std::vector<Acc<T>> parts(ns, Acc<T>{op});
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static)
-    for (int64_t i = 0; i < ns; ++i) walk(base, d0 * i / ns, d0 * (i + 1) / ns, parts[i]);
+    auto slice = [&](int64_t i) { walk(base, d0 * i / ns, d0 * (i + 1) / ns, parts[i]); };
+    team_loop(ns, true, slice);
     for (const auto& p : parts) acc.merge(p);
     return acc;
   }
@@ -222,14 +223,17 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
       store<T>(a, op, g.red_numel, correction, out, indices, out_off + j);
     }
   };
+  // The thread team's loops go through team_loop (team_loop.h: one OpenMP region for
+  // every instantiation).
   if (jobs >= kSlices || work < kParallelGrain) {
-    parallel_rows(jobs, work >= kParallelGrain, [&](int64_t job) {
+    auto block = [&](int64_t job) {
       int64_t in_off, out_off;
       const int64_t n = locate(job, in_off, out_off);
       State s(n, static_cast<char*>(column_scratch().get(State::bytes(n))), want_max);
       s.add(g, at(in_off), 0, g.red_numel);
       finish(s, out_off, 0, n);
-    });
+    };
+    team_loop(jobs, work >= kParallelGrain, block);
     return;
   }
   const int64_t ns = std::min<int64_t>(kSlices, g.red_numel);
@@ -239,24 +243,24 @@ void run_columns(ReduceOp op, const ReduceGeometry& g, const T* in, void* out, i
     char* mem = static_cast<char*>(column_scratch().get(static_cast<size_t>(ns) * State::bytes(n)));
     State parts[kSlices];
     // Each slice's state is zeroed by the thread that fills it.
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static)
-    for (int64_t i = 0; i < ns; ++i) {
+    auto slice = [&](int64_t i) {
       parts[i] = State(n, mem + i * State::bytes(n), want_max);
       parts[i].add(g, at(in_off), g.red_numel * i / ns, g.red_numel * (i + 1) / ns);
-    }
+    };
+    team_loop(ns, true, slice);
     // The slices merge into the first and the outputs are stored by ranges of
     // kMergeCols columns, in parallel: each range takes slices 1, 2, ... in order, on
     // its own copy of the first slice's state (its count), so the bits are those of
     // merging whole states one after another. On one thread, merging 16 slices of
     // bfloat16 var over dim 0 of [4096, 4096] took a fifth of the reduction's time.
     const int64_t ranges = (n + kMergeCols - 1) / kMergeCols;
-#pragma omp parallel for num_threads(get_num_threads()) schedule(static) if (ranges > 1)
-    for (int64_t c = 0; c < ranges; ++c) {
+    auto merge = [&](int64_t c) {
       const int64_t j0 = c * kMergeCols, j1 = std::min(n, j0 + kMergeCols);
       State s = parts[0];
       for (int64_t i = 1; i < ns; ++i) s.merge(parts[i], j0, j1);
       finish(s, out_off, j0, j1);
-    }
+    };
+    team_loop(ranges, ranges > 1, merge);
   }
 }
 
@@ -297,7 +301,7 @@ void for_outputs(const ReduceGeometry& g, const Body& body) {
   const Reducer<char> r{g, nullptr, ReduceOp::sum};  // offsets() only
   const int64_t work = g.out_numel * std::max<int64_t>(g.red_numel, 1);
   const int64_t chunk = std::clamp<int64_t>(g.out_numel / (8 * int64_t(get_num_threads())), 1, kRowChunk);
-  parallel_rows(cdiv(g.out_numel, chunk), work >= kParallelGrain, [&](int64_t c) {
+  auto outputs = [&](int64_t c) {
     int64_t in_off, out_off, idx[kMaxDims];
     const int64_t o0 = c * chunk, o1 = std::min(g.out_numel, o0 + chunk);
     r.offsets(o0, in_off, out_off, idx);
@@ -312,7 +316,8 @@ void for_outputs(const ReduceGeometry& g, const Body& body) {
         idx[d] = 0;
       }
     }
-  });
+  };
+  team_loop(cdiv(g.out_numel, chunk), work >= kParallelGrain, outputs);
 }
 
 }  // namespace

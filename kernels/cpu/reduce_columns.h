@@ -493,8 +493,13 @@ struct ColumnExtremes {
   A* room = nullptr;  // the widened batch
 
   ColumnExtremes() = default;
+  // Rows folded in at once (the 16-bit loops of column_rows.h take spans of up to
+  // kHalfSpanRows; the float32 one, which the 1-byte dtypes widen to, batches of
+  // kMaxRows), and the columns of a widened block.
+  static constexpr int kRows = is_half_v<T> ? column_rows_detail::kHalfSpanRows : column_rows_detail::kMaxRows;
+  static constexpr int64_t kCols = is_half_v<T> ? kWidenSpanCols : kWidenCols;
   static size_t bytes(int64_t n) {
-    return carved<A>(n) + carved<int64_t>(n) + (kWidens ? carved<A>(column_rows_detail::kMaxRows * kWidenCols) : 0);
+    return carved<A>(n) + carved<int64_t>(n) + (kWidens ? carved<A>(kRows * kCols) : 0);
   }
   ColumnExtremes(int64_t n, char* mem, bool want_max)
       : n_(n), max(want_max), best(carve<A>(mem, n)), pos(carve<int64_t>(mem, n)) {
@@ -509,7 +514,7 @@ struct ColumnExtremes {
     int64_t* p = pos;
     const column_rows_detail::ColumnRowKernels* k = nullptr;
     if constexpr (std::is_same_v<A, float>) k = column_row_kernels();
-    RowBatch<T> batch;
+    RowBatch<T, kRows> batch;
     for_each_row(g, base, r0, r1, [&](const T* src, int64_t r) {
       if (!started) {  // the first row is the running extreme
         widen_row(src, b, n);
@@ -521,12 +526,11 @@ struct ColumnExtremes {
         if constexpr (is_half_v<T>) {
           const auto f = !k ? nullptr : std::is_same_v<T, Half> ? k->extreme_rows_f16 : k->extreme_rows_bf16;
           if (f) {  // widened in registers
-            const uint16_t* bits[column_rows_detail::kMaxRows];
+            const uint16_t* bits[kRows];
             return f(half_bits(in_rows, nrows, bits), nrows, first, max, b, p, n);
           }
         }
-        for_widened<column_rows_detail::kMaxRows, kWidenCols>(in_rows, nrows, n, room, [&](const A* const* rows,
-                                                                                        int64_t c0, int64_t m) {
+        for_widened<kRows, kCols>(in_rows, nrows, n, room, [&](const A* const* rows, int64_t c0, int64_t m) {
           A* bc = b + c0;
           int64_t* pc = p + c0;
           if constexpr (std::is_same_v<A, float>) {
