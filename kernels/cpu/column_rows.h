@@ -26,6 +26,10 @@ inline constexpr int kMaxRows = 8;
 // two doubles a column in L2, cost as much as the rows' own arithmetic). The
 // extremes: positions (8 bytes a column) are stored once a span.
 inline constexpr int kHalfSpanRows = 64;
+// Rows of a column's first span whose float32 mean is var's shift there: min(16, R)
+// rows spread evenly over the span (rows i * R / m), which bounds how much the
+// span's mean can differ from the shift (reduce_columns.h's moments_rows_half).
+inline constexpr int kHalfShiftRows = 16;
 
 struct ColumnRowKernels {
   const char* name;

@@ -355,11 +355,11 @@ void moments_span_half(const uint16_t* const* rows, int nrows, int64_t count0, c
     m[g] = g + 1 == G ? last : __mmask16(0xffff);
     s[g] = q[g] = _mm512_setzero_ps();
   }
-  if (count0 == 0) {  // the mean of the first min(8, R) rows, in float32
-    const int first = nrows < kSub ? nrows : kSub;
+  if (count0 == 0) {  // the float32 mean of min(16, R) rows spread over the span
+    const int first = nrows < kHalfShiftRows ? nrows : kHalfShiftRows;
     load_row<G, kFull, E, kSplit>(rows[0] + j0, m, k);
-    for (int r = 1; r < first; ++r) {
-      load_row<G, kFull, E, kSplit>(rows[r] + j0, m, v);
+    for (int i = 1; i < first; ++i) {
+      load_row<G, kFull, E, kSplit>(rows[i * nrows / first] + j0, m, v);
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) k[g] = add(k[g], v[g]);
     }

@@ -335,8 +335,8 @@ void batch_moments_reference(const std::vector<std::vector<T>>& rows, int nrows,
 
 // The half types' var update for a span (reduce_columns.h's moments_rows_half),
 // written here from its description: the shift K (the running mean rounded to
-// float32, or on a first span the float32 sum of the first min(8, R) rows divided
-// by their count), d in float32, summed by sub-batches of 8 rows (from 0) whose sums
+// float32, or on a first span the float32 sum of m = min(16, R) rows i * R / m,
+// divided by m), d in float32, summed by sub-batches of 8 rows (from 0) whose sums
 // are then added to the span's, the merge in double against the held mean M (K on a
 // first span); a column whose q is not finite takes batch_moments_reference's double
 // update instead.
@@ -346,12 +346,12 @@ void half_batch_moments_reference(const std::vector<std::vector<float>>& rows, i
   const double c = static_cast<double>(count0) * w, inv_r = 1.0 / rr;
   std::vector<double> dm = mean, d2 = m2;
   batch_moments_reference(rows, nrows, count0, dm, d2, n);
-  const int first = std::min(nrows, 8);
+  const int first = std::min(nrows, 16);
   for (int64_t j = 0; j < n; ++j) {
     float shift = static_cast<float>(mean[j]);
     if (count0 == 0) {
       float t = 0;
-      for (int r = 0; r < first; ++r) t = r == 0 ? rows[0][j] : t + rows[r][j];
+      for (int i = 0; i < first; ++i) t = i == 0 ? rows[0][j] : t + rows[i * nrows / first][j];
       shift = t / static_cast<float>(first);
     }
     const double held = count0 == 0 ? static_cast<double>(shift) : mean[j];
@@ -532,8 +532,9 @@ TEST_CASE("extreme_rows and moments_rows on float16 and bfloat16 bits: the plain
             best[0] = nan;  // a NaN already held stays
             wb = best;
             wp = pos;
-            plain_extremes(wide, nrows, n, 40, want_max, wb, wp);
-            extremes(ptrs, nrows, 40, want_max, best.data(), pos.data(), n);
+            const int64_t pos0 = (int64_t(1) << 33) + 40;  // positions past 2^31
+            plain_extremes(wide, nrows, n, pos0, want_max, wb, wp);
+            extremes(ptrs, nrows, pos0, want_max, best.data(), pos.data(), n);
             INFO((bf16 ? "bfloat16" : "float16") << " extremes: n " << n << ", " << nrows << " rows, "
                                                  << (want_max ? "max" : "min") << (specials ? ", NaN and infinities" : ""));
             int64_t bad = 0;
@@ -548,20 +549,28 @@ TEST_CASE("extreme_rows and moments_rows on float16 and bfloat16 bits: the plain
         // bfloat16: deviations of 3e19 whose squares overflow float32 (the double
         // update) in column 3 and in one column of each other vector of a 64-column
         // group (21, 38, 55) and the last; float16's largest values square to 4e9,
-        // far below, and take the float32 sums.
+        // far below, and take the float32 sums (column 3 and the last), while an
+        // infinity sends columns 21, 38 and 55 to the double update. Column 6 is all
+        // -0.
         for (int64_t j : {int64_t(3), int64_t(21), int64_t(38), int64_t(55), n - 1})
-          if (j > 2 && j < n) bits[static_cast<size_t>(nrows - 1)][static_cast<size_t>(j)] = narrow(bf16 ? -3e19f : 65504.0f);
+          if (j > 2 && j < n)
+            bits[static_cast<size_t>(nrows - 1)][static_cast<size_t>(j)] =
+                narrow(bf16 ? -3e19f : j == 3 || j == n - 1 ? 65504.0f : -inf);
+        if (n > 6)
+          for (int r = 0; r < nrows; ++r) bits[r][6] = narrow(-0.0f);
         for (int r = 0; r < nrows; ++r)
           for (int64_t j = 0; j < n; ++j) wide[r][j] = widen(bits[r][j]);
         for (int64_t count0 : {int64_t(5), int64_t(0)}) {
           std::vector<double> mean(static_cast<size_t>(n) + 16), m2(static_cast<size_t>(n) + 16);
           for (double& v : mean) v = 100 + u(g) / 3.0;  // not a float32: the shift rounds it
           for (double& v : m2) v = count0 == 0 ? 0 : u(g) + 1;
-          // Held means far from the batch (column 4: 1e4) and NaN (column 5: NaN
-          // moments, or, on a first batch, never read).
-          if (n > 5) {
+          // Held means far from the batch (column 4: 1e4), NaN (column 5: NaN
+          // moments, or, on a first batch, never read) and past float32's range
+          // (column 7: 1e39, a shift of inf, so the double update).
+          if (n > 7) {
             mean[4] = 1e4 + u(g) / 3.0;
             mean[5] = nan;
+            mean[7] = 1e39;
           }
           std::vector<double> wm = mean, w2 = m2;
           half_batch_moments_reference(wide, nrows, count0, wm, w2, n);
@@ -619,48 +628,58 @@ TEST_CASE("moments_rows_half: the half types' float32 batches as the plain loop,
           if (n > 2) CHECK((std::isnan(m2[1]) && std::isnan(m2[2])));
           if (n > 3 && bf16 && (count0 > 0 || nrows > 1)) CHECK(m2[3] > 1e38);  // finite, 9e38 / 8 or more
         }
-    // The float32 sums' accuracy, m2 and the mean against a float64 two-pass sum of
-    // the same values: values spread over [-900, 1100] (so that d = x - K needs more
-    // than the half type's bits and d * d rounds), 8 and 64 rows after 5 held values
-    // (their mean not a float32), and first spans of 64 rows, one whose first row is
-    // an outlier (+30000), where the shift is the mean of the first 8 rows (a first
-    // row as the shift would multiply q's error by 65 before q - s * e cancels it).
-    // The float32 sums' errors bound m2's near 16 * 2^-24 * 9 = 8.6e-6 at worst
-    // (reduce_columns.h). Measured over 20 rounds: 5.2e-7 at worst (the outlier's
-    // span); the first row as the shift gave 1.9e-5 there, which 2e-6 rejects.
-    const auto accuracy = [&](int nrows, int64_t count0, float outlier, double bound) {
+    // The float32 sums' accuracy: m2 and the mean against a float64 two-pass sum of
+    // the same values, for a column's first span of 8, 20 or 64 rows, and for such a
+    // span after a first span of 64 (as the column schedule folds a slice's rows). The
+    // data: values spread over [-900, 1100] (so that d = x - K needs more than the
+    // half type's bits and d * d rounds), with or without an outlier (+30000) in the
+    // first row; and two tight clusters a random gap apart, one of them the first 8
+    // rows, every 8th row or every 4th, the other the rest. A first span's shift is
+    // the mean of 16 rows spread over it (rows i * R / 16): q's error grows with how
+    // far the span's mean is from the shift, which those 16 rows bound (q at most R /
+    // 16 = 4 times the span's m2); a later span's shift is the running mean of at
+    // least 64 rows. Measured over 30 rounds: 1.4e-6 at worst (every 4th row); the
+    // first row as the shift gave 1.9e-5 with the outlier, the mean of the first 8
+    // rows 4.4e-6 with the first 8 rows a cluster, which 2.5e-6 rejects.
+    enum Data { kSpread, kOutlier, kFirst8, kEvery8, kEvery4 };
+    const auto accuracy = [&](Data data, int nrows, bool after_first, double bound) {
       const int64_t n = 64;
-      std::vector<std::vector<float>> rows(static_cast<size_t>(nrows), std::vector<float>(n));
-      const float* ptrs[kSpan];
-      for (int r = 0; r < nrows; ++r) {
-        for (float& v : rows[r]) v = round(100 + (r == 0 ? outlier : 0) + 1000 * u(g));
-        ptrs[r] = rows[r].data();
+      const int before = after_first ? kSpan : 0, total = before + nrows;
+      std::vector<std::vector<float>> rows(static_cast<size_t>(total), std::vector<float>(n));
+      for (int64_t j = 0; j < n; ++j) {
+        const double a = std::ldexp(1.5 + u(g) / 2, static_cast<int>(g() % 10));
+        const double gap = std::ldexp(1.5 + u(g) / 2, static_cast<int>(g() % 10)) * (g() % 2 ? 1 : -1);
+        const double noise = std::ldexp(std::fabs(gap), -static_cast<int>(g() % 12));
+        for (int r = 0; r < total; ++r) {
+          const bool in_a = data == kFirst8 ? r < 8 : data == kEvery8 ? r % 8 == 0 : r % 4 == 0;
+          const double v = data == kSpread || data == kOutlier
+                               ? 100 + (data == kOutlier && r == 0 ? 30000 : 0) + 1000 * u(g)
+                               : a + (in_a ? 0 : gap) + noise * u(g);
+          rows[r][j] = round(static_cast<float>(v));
+        }
       }
-      const std::vector<double> held = {100.1, -301.3, 702.7, 103.9, 504.2};
-      double hm = 0, h2 = 0;
-      for (double v : held) hm += v / 5;
-      for (double v : held) h2 += (v - hm) * (v - hm);
-      std::vector<double> mean(n, count0 ? hm : 0.0), m2(n, count0 ? h2 : 0.0);
-      moments_rows_half(ptrs, nrows, count0, mean.data(), m2.data(), n);
+      const float* ptrs[2 * kSpan];
+      for (int r = 0; r < total; ++r) ptrs[r] = rows[r].data();
+      std::vector<double> mean(n), m2(n);
+      if (before) moments_rows_half(ptrs, before, 0, mean.data(), m2.data(), n);
+      moments_rows_half(ptrs + before, nrows, before, mean.data(), m2.data(), n);
       double worst = 0;
       for (int64_t j = 0; j < n; ++j) {
-        std::vector<double> all;
-        if (count0) all = held;
-        for (int r = 0; r < nrows; ++r) all.push_back(rows[r][j]);
         double mu = 0, sq = 0;
-        for (double v : all) mu += v;
-        mu /= static_cast<double>(all.size());
-        for (double v : all) sq += (v - mu) * (v - mu);
+        for (int r = 0; r < total; ++r) mu += rows[r][j];
+        mu /= total;
+        for (int r = 0; r < total; ++r) sq += (rows[r][j] - mu) * (rows[r][j] - mu);
+        if (sq == 0) continue;
         worst = std::max({worst, std::fabs(m2[j] - sq) / sq, std::fabs(mean[j] - mu) / std::sqrt(sq)});
       }
-      INFO((bf16 ? "bfloat16" : "float16") << ": accuracy against float64, " << nrows << " rows after " << count0
-                                           << ", outlier " << outlier << ": worst relative error " << worst);
+      INFO((bf16 ? "bfloat16" : "float16") << ": accuracy against float64, data " << static_cast<int>(data) << ", "
+                                           << nrows << " rows after " << before << ": worst relative error " << worst);
       CHECK(worst <= bound);
     };
-    for (int rep = 0; rep < 5; ++rep)
-      for (int nrows : {8, 20, 64})
-        for (int64_t count0 : {int64_t(5), int64_t(0)})
-          for (float outlier : {0.0f, 30000.0f}) accuracy(nrows, count0, outlier, 2e-6);
+    for (int rep = 0; rep < 30; ++rep)
+      for (Data data : {kSpread, kOutlier, kFirst8, kEvery8, kEvery4})
+        for (int nrows : {8, 20, 64})
+          for (bool after_first : {false, true}) accuracy(data, nrows, after_first, 2.5e-6);
   }
 }
 

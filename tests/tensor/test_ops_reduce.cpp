@@ -697,8 +697,8 @@ TEST_CASE("float32 and half column sums, var and extremes have the same bits at 
   // off a multiple of 8 or 64 rows ([50000, 17]: 3125 rows each), a short last batch,
   // two reduced dims, and the many-blocks schedule; ties and NaN for the extremes.
   // float16 and bfloat16 rows are widened in registers by AVX-512's var and extreme
-  // loops and in blocks of 512 columns by the baseline ([300, 1000]: one block and a
-  // partial one), with the same results.
+  // loops and in blocks by the baseline (spans of 64 rows by 128 columns; [300,
+  // 1000]: 7 whole blocks and a partial one), with the same results.
   ember::testing::IsaGuard guard;
   std::mt19937_64 rng(1005);
   struct Shaped {
