@@ -318,20 +318,20 @@ inline void load_row(const uint16_t* p, const __mmask16* m, __m512* v) {
   }
 }
 
+// (a, b) <- lanes ia and ib of the 32 lanes a, b: a pair of vectors permuted.
+inline void permute_pair(__m512& a, __m512& b, __m512i ia, __m512i ib) {
+  const __m512 x = _mm512_permutex2var_ps(a, ia, b), y = _mm512_permutex2var_ps(a, ib, b);
+  a = x;
+  b = y;
+}
 // The columns of a kSplit pair (even, odd) back in order, or out of it.
 inline void interleave(__m512& even, __m512& odd) {
-  const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
-  const __m512 a = _mm512_permutex2var_ps(even, lo, odd), b = _mm512_permutex2var_ps(even, hi, odd);
-  even = a;
-  odd = b;
+  permute_pair(even, odd, _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0),
+               _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8));
 }
 inline void deinterleave(__m512& first, __m512& second) {
-  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  const __m512 a = _mm512_permutex2var_ps(first, ev, second), b = _mm512_permutex2var_ps(first, od, second);
-  first = a;
-  second = b;
+  permute_pair(first, second, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0),
+               _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1));
 }
 
 // 16 G columns of a span of float16 or bfloat16 rows (up to kHalfSpanRows) at a
