@@ -654,9 +654,11 @@ TEST_CASE("max/min/argmax: first index on ties, NaN wins, whatever the thread co
   set_num_threads(saved);
 }
 
-TEST_CASE("sum, mean, var and norm have the same bits on any number of threads", "[ops][reduce]") {
+TEST_CASE("sum, mean, var, norm and max have the same bits on any number of threads", "[ops][reduce]") {
   // Long reductions are cut into slices fixed by the shape: a float64 sum of 600k
   // random values would differ in its last bits if the cut moved with the threads.
+  // [3000, 1100] over dim 0: 16 slices whose states merge by 512-column ranges across
+  // the team (reduce.cpp's run_columns), in bfloat16 too (spans of 64 rows).
   struct Restore {
     int threads = get_num_threads();
     ~Restore() { set_num_threads(threads); }
@@ -665,13 +667,19 @@ TEST_CASE("sum, mean, var and norm have the same bits on any number of threads",
   struct Shaped {
     Shape shape, dims;
   };
-  const Shaped cases[] = {{{600000}, {}}, {{3, 200000}, {1}}, {{20000, 30}, {0}}, {{40, 500, 30}, {0, 1}},
-                          {{7, 90000}, {}}, {{12, 30000}, {1}}};
-  for (DType dt : {kFloat64, kFloat32}) {
+  const Shaped cases[] = {{{600000}, {}},       {{3, 200000}, {1}}, {{20000, 30}, {0}}, {{40, 500, 30}, {0, 1}},
+                          {{7, 90000}, {}},     {{12, 30000}, {1}}, {{3000, 1100}, {0}}};
+  for (DType dt : {kFloat64, kFloat32, kBFloat16}) {
     for (const Shaped& c : cases) {
       Tensor x = ref::random_tensor(c.shape, dt, Layout::contiguous, rng, -1, 1);
       auto all = [&] {
-        return std::vector<Tensor>{x.sum(c.dims), ember::mean(x, c.dims), x.var(c.dims), x.norm(2, c.dims)};
+        std::vector<Tensor> r = {x.sum(c.dims), ember::mean(x, c.dims), x.var(c.dims), x.norm(2, c.dims)};
+        if (c.dims.size() == 1) {
+          auto [mv, mi] = x.max(c.dims[0]);
+          r.push_back(mv);
+          r.push_back(mi);
+        }
+        return r;
       };
       set_num_threads(1);
       const std::vector<Tensor> one = all();
