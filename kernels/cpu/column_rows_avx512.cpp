@@ -1,9 +1,10 @@
 // The column-schedule row loops of column_rows.h with AVX-512: the results of 64
-// (sums and the half types' moments), or 16 (extremes; float32 moments, as two
-// vectors of 8 doubles) adjacent outputs stay in registers while every row of the
-// batch is folded in, then go back once; a masked last vector instead of a scalar
-// tail. The extremes and moments also read float16 and bfloat16 rows, widened to
-// float32 in registers as they are loaded. var's multiplies and adds stay separate
+// (sums; the half types' moments and extremes), or 16 (float32 extremes; float32
+// moments, as two vectors of 8 doubles) adjacent outputs stay in registers while
+// every row of the batch (float32) or span (the half types, up to 64 rows) is folded
+// in, then go back once; a masked last vector instead of a scalar tail. The extremes
+// and moments also read float16 and bfloat16 rows, widened to float32 in registers
+// as they are loaded. var's multiplies and adds stay separate
 // (no FMA: the baseline's roundings); the extremes' one FMA, v * 0 + seen, only
 // detects a NaN or an infinity.
 #include <cstdint>
