@@ -378,6 +378,42 @@ void cols_once_group(const float* x, int64_t inner, int64_t dim, int64_t d0, int
   for (int i = 0; i < G; ++i) _mm512_store_ps(s + 16 * (v0 + i), sum[i]);
 }
 
+// The second pass of softmax_cols_once over one chunk of rows [d0, d1) and G of the
+// stripe's vectors from v0: y = e * f (softmax; k holds f, the chunk's factor per
+// vector) or x - k (log_softmax; k holds max + log sum), streamed where `stream`
+// and the vector is whole. Going down the chunk G vectors at a time, as the first
+// pass does, instead of writing whole rows one after another (a loop over all nv
+// vectors of each row), raised the rate by a fifth: on [64, 1024, 256], 2 threads,
+// 43.5-44.7 GB/s against 36.6-38.0 in turn. In a harness, a whole-row loop unrolled
+// for 16 vectors got about half of that gain, and 1, 2 or 8 vectors at a time the
+// same as 4.
+template <int G>
+void cols_once_out(const float* x, float* y, const float* e, int64_t inner, int nv, int64_t d0, int64_t d1, int v0,
+                   __mmask16 last, const __m512* k, bool log, bool stream) {
+  __m512 kv[G];
+  __mmask16 mk[G];
+  bool whole = stream;  // every vector of the group streamed
+  for (int i = 0; i < G; ++i) {
+    kv[i] = k[v0 + i];
+    mk[i] = v0 + i + 1 == nv ? last : __mmask16(0xffff);
+    whole = whole && mk[i] == 0xffff;
+  }
+  if (!log && whole) {  // the common case: whole vectors of a large softmax
+    for (int64_t d = d0; d < d1; ++d)
+      for (int i = 0; i < G; ++i)
+        _mm512_stream_ps(y + d * inner + 16 * (v0 + i), _mm512_mul_ps(_mm512_load_ps(e + (d * nv + v0 + i) * 16), kv[i]));
+    return;
+  }
+  for (int64_t d = d0; d < d1; ++d)
+    for (int i = 0; i < G; ++i) {
+      const int64_t at = d * inner + 16 * (v0 + i);
+      const __m512 o = log ? _mm512_sub_ps(_mm512_maskz_loadu_ps(mk[i], x + at), kv[i])
+                           : _mm512_mul_ps(_mm512_load_ps(e + (d * nv + v0 + i) * 16), kv[i]);
+      if (stream && mk[i] == 0xffff) _mm512_stream_ps(y + at, o);
+      else _mm512_mask_storeu_ps(y + at, mk[i], o);
+    }
+}
+
 // Softmax down the columns of a stripe (ColsOnceFn in softmax_row.h). The portable
 // cols_f32 makes three passes: the max (x from memory), exp into y with the sum (x
 // again, and y's lines read from memory before they are written), y scaled in place.
@@ -394,7 +430,6 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
                        float* scratch) {
   const int nv = static_cast<int>((w + 15) / 16);
   const __mmask16 last = static_cast<__mmask16>(w % 16 ? (1u << (w % 16)) - 1 : 0xffff);
-  const auto mask = [&](int v) { return v + 1 == nv ? last : __mmask16(0xffff); };
   const int64_t chunk = cols_once_chunk(w);
   float* e = scratch;                              // dim rows of nv vectors
   float* chunk_shift = scratch + dim * 16 * nv;    // one row of nv vectors per chunk
@@ -433,10 +468,6 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
     }
   }
   const bool streamed = stream && reinterpret_cast<uintptr_t>(y) % 64 == 0 && inner % 16 == 0;
-  const auto put = [&](float* p, int v, __m512 out) {
-    if (streamed && mask(v) == 0xffff) _mm512_stream_ps(p, out);
-    else _mm512_mask_storeu_ps(p, mask(v), out);
-  };
   for (int64_t d0 = 0, c = 0; d0 < dim; d0 += chunk, ++c) {
     const int64_t d1 = std::min(dim, d0 + chunk);
     __m512 f[16];
@@ -445,12 +476,19 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
         const __m512 back = _mm512_sub_ps(_mm512_load_ps(chunk_shift + (c * nv + v) * 16), cols_shift_of(m[v]));
         f[v] = _mm512_mul_ps(exp16(back), s[v]);  // back <= 0, or NaN
       }
-    for (int64_t d = d0; d < d1; ++d)
-      for (int v = 0; v < nv; ++v) {
-        float* p = y + d * inner + 16 * v;
-        if (log) put(p, v, _mm512_sub_ps(_mm512_maskz_loadu_ps(mask(v), x + d * inner + 16 * v), s[v]));
-        else put(p, v, _mm512_mul_ps(_mm512_load_ps(e + (d * nv + v) * 16), f[v]));
-      }
+    // Four vectors at a time down the chunk's rows, as the first pass goes
+    // (cols_once_out), not whole rows: see cols_once_out for why.
+    int v0 = 0;
+    const auto out = [&]<int G>(int v) {
+      cols_once_out<G>(x, y, e, inner, nv, d0, d1, v, last, log ? s : f, log, streamed);
+    };
+    for (; v0 + 4 <= nv; v0 += 4) out.template operator()<4>(v0);
+    switch (nv - v0) {
+      case 3: out.template operator()<3>(v0); break;
+      case 2: out.template operator()<2>(v0); break;
+      case 1: out.template operator()<1>(v0); break;
+      default: break;
+    }
   }
   if (streamed) _mm_sfence();
 }

@@ -3,11 +3,12 @@
 // short rows (a block of rows at a time, rows shorter than a vector included),
 // column stripes over a non-last dim (widths not a multiple of the vector, dims long
 // enough to narrow the stripe), half inputs widened in place, and rows holding a
-// NaN, an all -inf row and huge logits; float32 short rows written in place; an
-// output large enough for streaming stores, and probabilities small enough to be
-// subnormal.
+// NaN, an all -inf row and huge logits; float32 short rows written in place;
+// outputs large enough for streaming stores (over the last dim and down a strided
+// one), and probabilities small enough to be subnormal.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -53,9 +54,11 @@ std::vector<double> reference(const std::vector<double>& x, Shape3 s, bool log) 
 }
 
 // in_place: y is x (the kernels allow it; the short-row blocks are pipelined, so a
-// block's stores must not reach rows still to be read).
+// block's stores must not reach rows still to be read). aligned: y starts on a
+// 64-byte boundary, as a tensor's storage does (the strided loop streams its stores
+// only then).
 template <class T>
-void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place = false) {
+void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place = false, bool aligned = false) {
   const int64_t n = s.outer * s.dim * s.inner;
   std::normal_distribution<double> normal(0, 3);
   std::vector<double> v(n);
@@ -71,7 +74,12 @@ void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place 
   }
   if (is_half_v<T>)  // the huge logits as the half type holds them
     for (double& e : v) e = static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(e))));
-  std::vector<T> x(n), y(n);
+  std::vector<T> x(n), y(n), y_aligned(aligned ? n + 64 / sizeof(T) : 0);
+  T* out = y.data();
+  if (aligned) {
+    out = y_aligned.data();
+    while (reinterpret_cast<uintptr_t>(out) % 64) ++out;
+  }
   for (int64_t i = 0; i < n; ++i) x[i] = static_cast<T>(static_cast<float>(v[i]));
   if constexpr (std::is_same_v<T, double>)
     for (int64_t i = 0; i < n; ++i) x[i] = v[i];
@@ -79,7 +87,8 @@ void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place 
     cpu::softmax(dtype_of_v<T>, s.outer, s.dim, s.inner, x.data(), x.data(), log);
     y = x;
   } else {
-    cpu::softmax(dtype_of_v<T>, s.outer, s.dim, s.inner, x.data(), y.data(), log);
+    cpu::softmax(dtype_of_v<T>, s.outer, s.dim, s.inner, x.data(), out, log);
+    if (aligned) std::copy(out, out + n, y.begin());
   }
   const std::vector<double> want = reference(v, s, log);
   int64_t bad = 0, first = -1;
@@ -143,9 +152,14 @@ TEST_CASE("cpu::softmax streams a large output and keeps subnormal probabilities
   std::mt19937_64 rng(17);
   each_level([&](int threads) {
     // 1024 rows of 4097: 16 MiB and more of output (streaming stores), rows that
-    // start off a vector boundary. (Once per level: about 0.5 s each.)
+    // start off a vector boundary; then the same down a strided dim into 64-byte
+    // aligned storage (streamed), in stripes of 16 vectors (whole groups of four)
+    // and of 15 (the last group three vectors).
+    // (Once per level: about 0.5 s each.)
     if (threads == 2)
-      for (bool log : {false, true}) check<float>({1024, 4097, 1}, log, rng, 2e-5);
+      for (bool log : {false, true})
+        for (const Shape3 s : {Shape3{1024, 4097, 1}, Shape3{16, 1024, 256}, Shape3{20, 900, 240}})
+          check<float>(s, log, rng, 2e-5, false, s.inner > 1);
     // Logits 0, -h, -2h, ... down to about -104: probabilities from 1 down through
     // the subnormals to 0. Rows of 10 (a vector each), 20 (a block of rows), 300
     // (long rows), and the same down a strided dim. Each must be within 2 units of
