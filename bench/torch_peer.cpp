@@ -122,7 +122,7 @@ bool torch_peer_available(std::string* why) {
     if (access(script_path().c_str(), R_OK) != 0) return script_path() + " not found";
     std::string out, err;
     const int rc = spawn_and_read({kPython, "-c", "import torch"}, {}, &out, &err, true);
-    if (rc != 0) return err.empty() ? std::string("python3 cannot import torch") : err;
+    if (rc != 0) return err.empty() ? std::string("python3 cannot import torch; scripts/install-peers installs it") : err;
     return std::string();
   }();
   if (why) *why = reason;
