@@ -4,8 +4,8 @@
 // column stripes over a non-last dim (widths not a multiple of the vector, dims long
 // enough to narrow the stripe), half inputs widened in place, and rows holding a
 // NaN, an all -inf row and huge logits; float32 short rows written in place;
-// outputs large enough for streaming stores (over the last dim and down a strided
-// one), and probabilities small enough to be subnormal.
+// outputs large enough for streaming stores (over the last dim, and down a strided
+// one into aligned storage), and probabilities small enough to be subnormal.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -152,14 +152,9 @@ TEST_CASE("cpu::softmax streams a large output and keeps subnormal probabilities
   std::mt19937_64 rng(17);
   each_level([&](int threads) {
     // 1024 rows of 4097: 16 MiB and more of output (streaming stores), rows that
-    // start off a vector boundary; then the same down a strided dim into 64-byte
-    // aligned storage (streamed), in stripes of 16 vectors (whole groups of four)
-    // and of 15 (the last group three vectors).
-    // (Once per level: about 0.5 s each.)
+    // start off a vector boundary. (Once per level: about 0.5 s each.)
     if (threads == 2)
-      for (bool log : {false, true})
-        for (const Shape3 s : {Shape3{1024, 4097, 1}, Shape3{16, 1024, 256}, Shape3{20, 900, 240}})
-          check<float>(s, log, rng, 2e-5, false, s.inner > 1);
+      for (bool log : {false, true}) check<float>({1024, 4097, 1}, log, rng, 2e-5);
     // Logits 0, -h, -2h, ... down to about -104: probabilities from 1 down through
     // the subnormals to 0. Rows of 10 (a vector each), 20 (a block of rows), 300
     // (long rows), and the same down a strided dim. Each must be within 2 units of
@@ -184,6 +179,15 @@ TEST_CASE("cpu::softmax streams a large output and keeps subnormal probabilities
       CHECK(bad == 0);
     }
   });
+}
+
+TEST_CASE("cpu::softmax streams a large strided output into aligned storage", "[kernels][softmax]") {
+  // 16 MiB and more down a strided dim into 64-byte aligned storage, as a tensor's
+  // is: the AVX-512 loop's second pass streams its stores only then. Stripes of 240
+  // columns, 15 vectors: three whole groups of four and one of three. At the best
+  // level only (the others have no streaming strided loop; about 0.3 s each).
+  std::mt19937_64 rng(23);
+  for (bool log : {false, true}) check<float>({20, 900, 240}, log, rng, 2e-5, false, true);
 }
 
 TEST_CASE("cpu::softmax of float32 short rows in place matches float64", "[kernels][softmax]") {
