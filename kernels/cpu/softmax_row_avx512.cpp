@@ -378,13 +378,30 @@ void cols_once_group(const float* x, int64_t inner, int64_t dim, int64_t d0, int
   for (int i = 0; i < G; ++i) _mm512_store_ps(s + 16 * (v0 + i), sum[i]);
 }
 
+// Calls body.template operator()<G>(v0) for the stripe's nv vectors in groups of G
+// = 4 from v0 = 0, the last group 1 to 4 vectors: each pass of softmax_cols_once
+// keeps a group's state in registers.
+template <class Body>
+void for_groups(int nv, Body&& body) {
+  int v0 = 0;
+  for (; v0 + 4 <= nv; v0 += 4) body.template operator()<4>(v0);
+  switch (nv - v0) {
+    case 3: body.template operator()<3>(v0); break;
+    case 2: body.template operator()<2>(v0); break;
+    case 1: body.template operator()<1>(v0); break;
+    default: break;
+  }
+}
+
 // The second pass of softmax_cols_once over one chunk of rows [d0, d1) and G of the
 // stripe's vectors from v0: y = e * f (softmax; k holds f, the chunk's factor per
 // vector) or x - k (log_softmax; k holds max + log sum), streamed where `stream`
 // and the vector is whole. Going down the chunk G vectors at a time, as the first
 // pass does, instead of writing whole rows one after another (a loop over all nv
-// vectors of each row), raised the rate by a fifth: on [64, 1024, 256], 2 threads,
-// 43.5-44.7 GB/s against 36.6-38.0 in turn. In a harness, a whole-row loop unrolled
+// vectors of each row), raised the rate by a fifth: [64, 1024, 256] through the
+// library, 2 threads, 43.5-44.7 GB/s against 36.6-38.0 in turn (ember-bench: 0.55
+// of the copy floor against 0.49 on average, docs/performance.md). In a harness, a
+// whole-row loop unrolled
 // for 16 vectors got about half of that gain, and 1, 2 or 8 vectors at a time the
 // same as 4.
 template <int G>
@@ -439,17 +456,9 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
   for (int64_t d0 = 0, c = 0; d0 < dim; d0 += chunk, ++c) {
     const int64_t d1 = std::min(dim, d0 + chunk);
     float* shift = chunk_shift + c * nv * 16;
-    const auto group = [&]<int G>(int v0) {
+    for_groups(nv, [&]<int G>(int v0) {
       cols_once_group<G>(x, inner, dim, d0, d1, chunk, v0, nv, last, mrow, srow, shift, e, log);
-    };
-    int v0 = 0;
-    for (; v0 + 4 <= nv; v0 += 4) group.template operator()<4>(v0);
-    switch (nv - v0) {
-      case 3: group.template operator()<3>(v0); break;
-      case 2: group.template operator()<2>(v0); break;
-      case 1: group.template operator()<1>(v0); break;
-      default: break;
-    }
+    });
   }
   __m512 m[16], s[16];
   for (int v = 0; v < nv; ++v) {
@@ -476,19 +485,11 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
         const __m512 back = _mm512_sub_ps(_mm512_load_ps(chunk_shift + (c * nv + v) * 16), cols_shift_of(m[v]));
         f[v] = _mm512_mul_ps(exp16(back), s[v]);  // back <= 0, or NaN
       }
-    // Four vectors at a time down the chunk's rows, as the first pass goes
-    // (cols_once_out), not whole rows: see cols_once_out for why.
-    int v0 = 0;
-    const auto out = [&]<int G>(int v) {
-      cols_once_out<G>(x, y, e, inner, nv, d0, d1, v, last, log ? s : f, log, streamed);
-    };
-    for (; v0 + 4 <= nv; v0 += 4) out.template operator()<4>(v0);
-    switch (nv - v0) {
-      case 3: out.template operator()<3>(v0); break;
-      case 2: out.template operator()<2>(v0); break;
-      case 1: out.template operator()<1>(v0); break;
-      default: break;
-    }
+    // Four vectors at a time down the chunk's rows, as the first pass goes, not
+    // whole rows: see cols_once_out for why.
+    for_groups(nv, [&]<int G>(int v0) {
+      cols_once_out<G>(x, y, e, inner, nv, d0, d1, v0, last, log ? s : f, log, streamed);
+    });
   }
   if (streamed) _mm_sfence();
 }
