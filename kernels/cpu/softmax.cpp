@@ -1,5 +1,7 @@
 // Softmax with the max subtracted first so exp never overflows:
 //   y_i = exp(x_i - m) / sum_j exp(x_j - m),   log y_i = x_i - m - log(sum_j exp(x_j - m)).
+// (Any m gives the same softmax: the AVX-512 loop for blocks of short rows takes m = 0
+// when every value lies in [-64, 64], where exp cannot overflow; softmax_row_avx512.cpp.)
 // inner == 1 (the last dim, the common case) walks each row three times in cache
 // (rows shorter than kShortRow a block of rows at a time); otherwise stripes of
 // adjacent columns are processed together so memory is read in order. float32 runs

@@ -156,16 +156,25 @@ TEST_CASE("cpu::softmax streams a large output and keeps subnormal probabilities
     if (threads == 2)
       for (bool log : {false, true}) check<float>({1024, 4097, 1}, log, rng, 2e-5);
     // Logits 0, -h, -2h, ... down to about -104: probabilities from 1 down through
-    // the subnormals to 0. Rows of 10 (a vector each), 20 (a block of rows), 300
-    // (long rows), and the same down a strided dim. Each must be within 2 units of
-    // the last subnormal place (2^-148) or a relative 4e-6 of float64.
-    for (const Shape3 s : {Shape3{3, 10, 1}, Shape3{3, 20, 1}, Shape3{3, 300, 1}, Shape3{2, 300, 5}}) {
+    // the subnormals to 0. Rows of 10 (a vector each; 32 of them, two blocks of 16
+    // rows), 20 (a block of rows), 300 (long rows), and the same down a strided dim.
+    // The blocks of 16 rows of 10 run unshifted when every logit is within 64 of 0:
+    // logits from 52 down to -52 take that route. Each must be within 2 units of the
+    // last subnormal place (2^-148) or a relative 4e-6 of float64.
+    struct Case {
+      Shape3 s;
+      float top;  // the first logit of each row
+    };
+    for (const Case c : {Case{{3, 10, 1}, 0}, Case{{32, 10, 1}, 0}, Case{{32, 10, 1}, 52}, Case{{3, 20, 1}, 0},
+                         Case{{3, 300, 1}, 0}, Case{{2, 300, 5}, 0}}) {
+      const Shape3 s = c.s;
       const int64_t n = s.outer * s.dim * s.inner;
       std::vector<float> x(n), y(n);
       for (int64_t o = 0; o < s.outer; ++o)
         for (int64_t d = 0; d < s.dim; ++d)
           for (int64_t i = 0; i < s.inner; ++i)
-            x[(o * s.dim + d) * s.inner + i] = -104.0f * static_cast<float>(d) / static_cast<float>(s.dim - 1) + 0.25f * static_cast<float>(o + i);
+            x[(o * s.dim + d) * s.inner + i] = c.top - 104.0f * static_cast<float>(d) / static_cast<float>(s.dim - 1) +
+                                               0.25f * static_cast<float>(o % 3 + i);
       cpu::softmax(DType::Float32, s.outer, s.dim, s.inner, x.data(), y.data(), false);
       std::vector<double> xd(x.begin(), x.end());
       const std::vector<double> want = reference(xd, s, false);
