@@ -423,9 +423,8 @@ void for_groups(int nv, Body&& body) {
 // vectors of each row), raised the rate by a fifth: [64, 1024, 256] through the
 // library, 2 threads, 43.5-44.7 GB/s against 36.6-38.0 in turn (ember-bench: 0.55
 // of the copy floor against 0.49 on average, docs/performance.md). In a harness, a
-// whole-row loop unrolled
-// for 16 vectors got about half of that gain, and 1, 2 or 8 vectors at a time the
-// same as 4.
+// whole-row loop unrolled for 16 vectors got about half of that gain, and 1, 2 or 8
+// vectors at a time the same as 4.
 template <int G>
 void cols_once_out(const float* x, float* y, const float* e, int64_t inner, int nv, int64_t d0, int64_t d1, int v0,
                    __mmask16 last, const __m512* k, bool log, bool stream) {
