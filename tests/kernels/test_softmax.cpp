@@ -194,7 +194,7 @@ TEST_CASE("cpu::softmax streams a large strided output into aligned storage", "[
   // 16 MiB and more down a strided dim into 64-byte aligned storage, as a tensor's
   // is: the AVX-512 loop's second pass streams its stores only then. Stripes of 240
   // columns, 15 vectors: three whole groups of four and one of three. At the best
-  // level only (the others have no streaming strided loop; about 0.3 s each).
+  // level only (the others have no streaming strided loop; about 0.6 s each).
   std::mt19937_64 rng(23);
   for (bool log : {false, true}) check<float>({20, 900, 240}, log, rng, 2e-5, false, true);
 }
