@@ -56,7 +56,7 @@ inline __m512 exp16_neg(__m512 b) {
   return _mm512_scalef_ps(exp16_poly(r), n);
 }
 
-// e^x as 2^(x log2 e) = 2^n 2^f, n = floor(x log2 e), f = s - n: vreduceps gives f
+// e^x as 2^(x log2 e) = 2^n 2^f, n = floor(s), s = x log2 e, f = s - n: vreduceps gives f
 // (exact but for s in (-2^-25, 0), where 1 + s rounds to f = 1: the polynomial is
 // fitted on the closed [0, 1]), a degree-4 polynomial 2^f (scripts/fit-vmath,
 // 2.9e-6), and vscalefps multiplies by 2^floor(s) itself, rounding once (a subnormal
@@ -69,9 +69,8 @@ inline __m512 exp16_neg(__m512 b) {
 // results are stored as float16 or bfloat16, where exp16's 1 ulp of float32 buys
 // nothing. (The route with n rounded to nearest and f in [-1/2, 1/2] took a clamp, a
 // vroundscaleps and a subtraction more: the float16 softmax read 0.51-0.59 of the
-// copy floor.)
-inline __m512 exp16_pow2(__m512 x) {
-  const __m512 s = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+// copy floor.) exp2_16 is 2^s itself, for callers that form s with an FMA.
+inline __m512 exp2_16(__m512 s) {
   const __m512 f = _mm512_reduce_ps(s, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   __m512 p = _mm512_set1_ps(0.013426565565168858f);
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.052240870893001556f));
@@ -80,6 +79,7 @@ inline __m512 exp16_pow2(__m512 x) {
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, s);
 }
+inline __m512 exp16_pow2(__m512 x) { return exp2_16(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f))); }
 
 // exp of values whose results are stored as float16 or bfloat16 (the half runs of
 // the elementwise exp): the short route above, for any argument.
@@ -116,17 +116,11 @@ inline __m512 exp16_table_nonpos(__m512 t) {
 }
 
 // exp16 for the softmax loops' arguments x - max, which are <= 0 or NaN: no upper
-// clamp. kShort: the short route, for loops whose results are stored as float16 or
-// bfloat16 (which needs no clamp at all).
-template <bool kShort>
+// clamp.
 inline __m512 exp16_nonpos(__m512 t) {
-  if constexpr (kShort) {
-    return exp16_pow2(t);
-  } else {
-    const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), t);
-    const __m512 n = exp16_n(xc);
-    return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
-  }
+  const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), t);
+  const __m512 n = exp16_n(xc);
+  return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
 }
 
 }  // namespace

@@ -21,11 +21,16 @@ void load_half(const Half* src, float* dst, int64_t n) {
   load_half_scalar(src + i, dst + i, n - i);
 }
 
+// vcvtps2ph into a register, then the store: the memory form GCC would fold it into
+// runs at about 60% of the speed on this Zen 5 (see to_f16 in half16_avx512.h; 8
+// values from L1: 0.56 against 0.33 ns).
 void store_half(const float* src, Half* dst, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    asm("" : "+x"(h));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
   store_half_scalar(src + i, dst + i, n - i);
 }
 

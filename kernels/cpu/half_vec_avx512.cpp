@@ -29,8 +29,7 @@ void load_half(const Half* src, float* dst, int64_t n) {
 void store_half(const float* src, Half* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
-                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), to_f16(_mm512_loadu_ps(src + i)));
   store_half_scalar(src + i, dst + i, n - i);
 }
 

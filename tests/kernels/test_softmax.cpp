@@ -53,27 +53,14 @@ std::vector<double> reference(const std::vector<double>& x, Shape3 s, bool log) 
   return y;
 }
 
+// Runs cpu::softmax on v (values the type T holds exactly) and compares with float64.
 // in_place: y is x (the kernels allow it; the short-row blocks are pipelined, so a
 // block's stores must not reach rows still to be read). aligned: y starts on a
 // 64-byte boundary, as a tensor's storage does (the strided loop streams its stores
 // only then).
 template <class T>
-void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place = false, bool aligned = false) {
+void compare(const std::vector<double>& v, Shape3 s, bool log, double rtol, bool in_place, bool aligned) {
   const int64_t n = s.outer * s.dim * s.inner;
-  std::normal_distribution<double> normal(0, 3);
-  std::vector<double> v(n);
-  for (double& e : v) e = static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(normal(rng)))));
-  // The first slice's first column holds a NaN, the last one is all -inf, and (when
-  // there are three or more) the middle one has logits whose exp overflows.
-  if (s.dim > 1 || s.outer > 1) {
-    v[0] = NAN;
-    const int64_t last = s.outer - 1, col = s.inner - 1;
-    for (int64_t d = 0; d < s.dim; ++d) v[(last * s.dim + d) * s.inner + col] = -INFINITY;
-    if (s.outer >= 3)
-      for (int64_t d = 0; d < s.dim; ++d) v[(1 * s.dim + d) * s.inner] += std::is_same_v<T, double> ? 1000 : 200;  // exp overflows
-  }
-  if (is_half_v<T>)  // the huge logits as the half type holds them
-    for (double& e : v) e = static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(e))));
   std::vector<T> x(n), y(n), y_aligned(aligned ? n + 64 / sizeof(T) : 0);
   T* out = y.data();
   if (aligned) {
@@ -105,6 +92,28 @@ void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place 
        << (first >= 0 ? static_cast<double>(static_cast<acc_t<T>>(y[first])) : 0.0) << " want "
        << (first >= 0 ? want[first] : 0.0));
   CHECK(bad == 0);
+}
+
+// compare() on random logits of shape s (normal, sigma 3) with a NaN, an all -inf
+// row and huge logits.
+template <class T>
+void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place = false, bool aligned = false) {
+  const int64_t n = s.outer * s.dim * s.inner;
+  std::normal_distribution<double> normal(0, 3);
+  std::vector<double> v(n);
+  for (double& e : v) e = static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(normal(rng)))));
+  // The first slice's first column holds a NaN, the last one is all -inf, and (when
+  // there are three or more) the middle one has logits whose exp overflows.
+  if (s.dim > 1 || s.outer > 1) {
+    v[0] = NAN;
+    const int64_t last = s.outer - 1, col = s.inner - 1;
+    for (int64_t d = 0; d < s.dim; ++d) v[(last * s.dim + d) * s.inner + col] = -INFINITY;
+    if (s.outer >= 3)
+      for (int64_t d = 0; d < s.dim; ++d) v[(1 * s.dim + d) * s.inner] += std::is_same_v<T, double> ? 1000 : 200;  // exp overflows
+  }
+  if (is_half_v<T>)  // the huge logits as the half type holds them
+    for (double& e : v) e = static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(e))));
+  compare<T>(v, s, log, rtol, in_place, aligned);
 }
 
 // body(threads) at every instruction-set level this CPU runs, on 1 and 2 threads.
@@ -197,6 +206,39 @@ TEST_CASE("cpu::softmax streams a large strided output into aligned storage", "[
   // level only (the others have no streaming strided loop; about 0.6 s each).
   std::mt19937_64 rng(23);
   for (bool log : {false, true}) check<float>({20, 900, 240}, log, rng, 2e-5, false, true);
+}
+
+TEST_CASE("cpu::softmax of half rows with large logits matches float64", "[kernels][softmax]") {
+  // The AVX-512 half rows fold the shift into exp's FMA, 2^(x log2 e - m log2 e), while
+  // |max| <= 2^20: every exponent is then off by the same rounding of m log2 e, which
+  // log_softmax must take out of its log sum (up to 0.0027 near float16's 65504, and
+  // 0.043 just under 2^20 in bfloat16, where these rows put their max). Beyond 2^20
+  // (bfloat16 rows up to 3e38) the shift is subtracted instead. A row's second value
+  // is a spacing or two of the type below its max, so its log sum rounds to 0 and
+  // log_softmax (x - (max + log sum), as PyTorch's CPU loops form it) is exact there.
+  const Shape3 s{64, 64, 1};
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal(0, 3);
+  std::vector<double> h(s.outer * s.dim), b(s.outer * s.dim);
+  const auto as = [](auto t, double v) { return static_cast<double>(static_cast<float>(decltype(t)(static_cast<float>(v)))); };
+  for (int64_t r = 0; r < s.outer; ++r) {
+    for (int64_t d = 0; d < s.dim; ++d) {
+      h[r * s.dim + d] = as(Half{}, normal(rng));
+      b[r * s.dim + d] = as(BFloat16{}, normal(rng));
+    }
+    h[r * s.dim] = 65504.0 - 32.0 * static_cast<double>(r);
+    h[r * s.dim + 1] = h[r * s.dim] - 32;
+    const double scale = 1.0 + static_cast<double>(r) / 128;
+    const double top[] = {std::ldexp(scale, 19), std::ldexp(scale, 21), 1e30 * scale, 3e38};
+    b[r * s.dim] = as(BFloat16{}, top[r % 4]);
+    b[r * s.dim + 1] = as(BFloat16{}, b[r * s.dim] * (1 - std::ldexp(1.0, -7)));  // one or two spacings below
+  }
+  each_level([&](int) {
+    for (bool log : {false, true}) {
+      compare<Half>(h, s, log, 2e-3, false, false);
+      compare<BFloat16>(b, s, log, 1e-2, false, false);
+    }
+  });
 }
 
 TEST_CASE("cpu::softmax of float32 short rows in place matches float64", "[kernels][softmax]") {

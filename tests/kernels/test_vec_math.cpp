@@ -31,7 +31,7 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/exp_avx512.h"
 namespace {
 void exp_short16(const float* x, float* y) {
-  _mm512_storeu_ps(y, ember::cpu::exp16_nonpos<true>(_mm512_loadu_ps(x)));
+  _mm512_storeu_ps(y, ember::cpu::exp16_pow2(_mm512_loadu_ps(x)));
 }
 void exp_table16(const float* x, float* y) {
   _mm512_storeu_ps(y, ember::cpu::exp16_table_nonpos(_mm512_loadu_ps(x)));
@@ -253,12 +253,13 @@ TEST_CASE("vectorized transcendentals over all 2^32 inputs", "[.][exhaustive]") 
   }
 }
 
-// The half softmax's exp (exp16_nonpos<true>) keeps a relative error below 1e-5
-// (docs/kernels-cpu.md: 2^f by a degree-4 polynomial, 2.9e-6, plus the rounding of
-// x log2 e), far below a float16 half ulp, so a softmax row's values round as the
-// exact ones do but for near-ties. Every 97th float in [-103, 0], and -inf, NaN;
-// the arguments past any exp's underflow (the route has no clamp: vreduceps must
-// give 0 for them, integers from -2^23 on, and -inf) must give 0.
+// The short exp of the half softmax and the half exp (exp16_pow2, 2^s as exp2_16)
+// keeps a relative error below 1e-5 (docs/kernels-cpu.md: 2^f by a degree-4
+// polynomial, 2.9e-6, plus the rounding of x log2 e), far below a float16 half ulp,
+// so a softmax row's values round as the exact ones do but for near-ties. Every 97th
+// float in [-103, 0], and -inf, NaN; the arguments past any exp's underflow (the
+// route has no clamp: vreduceps must give 0 for them, integers from -2^23 on, and
+// -inf) must give 0.
 TEST_CASE("the half softmax's short exp is within 1e-5 relative", "[kernels][vec_math]") {
 #if defined(__x86_64__)
   if (ember::cpu::cpu_isa() < ember::cpu::Isa::avx512) return;
