@@ -7,6 +7,7 @@ same IDX files, and prints ONE line of JSON on stdout with its timings and memor
   torch_seed_net.py train --threads 2 --batch-sizes 100,1000 [--amp bf16]
   torch_seed_net.py infer --threads 2 --calls1 2000 --calls1000 20 [--weights W.safetensors]
   torch_seed_net.py export --weights W.safetensors --ember-logits L.npy --out DIR
+  torch_seed_net.py accuracy --seeds 0-11 [--epochs 3]
 
 train: one epoch per batch size of Adam(lr=0.01) with cross-entropy over the 60000
 training images, shuffled by plain index batching (a torch.randperm, then x[idx]
@@ -31,6 +32,11 @@ dynamic) to DIR/seed_net.onnx, and writes the first 1000 test images to
 DIR/seed_net_input_0.pb (an onnx TensorProto, the input bench/peers/ort_bench.js
 reads). Before any timing, PyTorch's logits for those images are compared with
 Ember's (--ember-logits, a .npy) and the largest difference is printed.
+
+accuracy: PyTorch's own spread for Ember's AMP accuracy check (scripts/amp-accuracy,
+docs/amp.md): for each seed, the network trained in float32 and under bfloat16
+autocast (Adam, lr 0.01, batch 100, --epochs epochs; torch.manual_seed(seed) for the
+weights, a generator seeded with it for the shuffles), and each final test accuracy.
 
 Memory: each case's peak RSS (the kernel's VmHWM, reset through
 /proc/self/clear_refs just before the case, once the data is loaded, so it counts
@@ -271,9 +277,33 @@ def run_export(args, out):
         out["export"]["max_abs_diff_vs_ember"] = float((y - ember).abs().max())
 
 
+def run_accuracy(args, out):
+    x, y = load(args.root, True)
+    tx, ty = load(args.root, False)
+    first, _, last = args.seeds.partition("-")
+    rows = []
+    for seed in range(int(first), int(last or first) + 1):
+        row = {"seed": seed}
+        for name, amp in (("float32", None), ("bf16", torch.bfloat16)):
+            torch.manual_seed(seed)
+            net = Network()
+            opt = torch.optim.Adam(net.parameters(), lr=0.01)
+            gen = torch.Generator().manual_seed(seed)
+            for _ in range(args.epochs):
+                train_epoch(net, opt, x, y, 100, gen, amp=amp)
+            row[name] = accuracy(net, tx, ty)
+        row["bf16_minus_float32_points"] = 100 * (row["bf16"] - row["float32"])
+        print(f"seed {seed}: float32 {row['float32']:.4f}, bf16 {row['bf16']:.4f} "
+              f"({row['bf16_minus_float32_points']:+.2f})", file=sys.stderr, flush=True)
+        rows.append(row)
+    out["accuracy"] = {"epochs": args.epochs, "batch_size": 100, "lr": 0.01, "seeds": rows,
+                       "mean_bf16_minus_float32_points":
+                           sum(r["bf16_minus_float32_points"] for r in rows) / len(rows)}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["train", "infer", "export"])
+    p.add_argument("mode", choices=["train", "infer", "export", "accuracy"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--root", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--batch-sizes", default="100,1000",
@@ -287,6 +317,8 @@ def main():
     p.add_argument("--weights", help="infer, export: nn::Network's parameters as safetensors")
     p.add_argument("--ember-logits", help="export: Ember's logits for the first 1000 test images (.npy)")
     p.add_argument("--out", help="export: the folder for seed_net.onnx and seed_net_input_0.pb")
+    p.add_argument("--seeds", default="0-4", help="accuracy: a seed or a range, e.g. 0-11")
+    p.add_argument("--epochs", type=int, default=3, help="accuracy: epochs per run")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -299,7 +331,8 @@ def main():
         "env": {k: os.environ.get(k) for k in
                 ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")},
     }
-    {"train": run_train, "infer": run_infer, "export": run_export}[args.mode](args, out)
+    {"train": run_train, "infer": run_infer, "export": run_export,
+     "accuracy": run_accuracy}[args.mode](args, out)
     out["process_max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps(out), flush=True)
 
