@@ -316,7 +316,7 @@ void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, b
     // that forms the exponent, where a subtraction took a slot of the two pipes that
     // vreduceps, vscalefps and the conversions share (the exp pass in L1, one thread:
     // 0.83 against 0.92 ns per 16 values). Every exponent is then off by the same
-    // d = m log2 e + b (exact, from one FMA; |d| <= 2^-5 for |m| <= 2^20), a factor
+    // d = m log2 e + b (exact, from one FMA; |d| <= 2^-4 for |m| <= 2^20), a factor
     // 2^d common to the row that cancels in softmax; log_softmax takes d ln 2 out of
     // its log sum. Larger |m| (bfloat16 holds up to 3.4e38, where 2^d would overflow),
     // inf and NaN subtract m first, as x - m.
