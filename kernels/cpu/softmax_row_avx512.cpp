@@ -156,15 +156,21 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
     const __m512 m = tree16<true>(rv);
     return _mm512_mask_mov_ps(m, _mm512_cmpeq_ps_mask(m, neg_inf), _mm512_setzero_ps());
   };
-  // Block b's outputs: e * (1 / sum), or x - (max + log sum) for log_softmax; f holds
-  // the per-row factor or shift in tree16's lane order.
-  const auto store = [&](int64_t b, const float* e, __m512 f) {
+  // Block b's outputs: e * (1 / sum), or (x - shift) - log sum for log_softmax (x -
+  // shift is exact near the max; see scale_shift in softmax_row_impl.h); f holds the
+  // per-row factor or log sum, and sh the shift (none where `zero`), in tree16's lane
+  // order.
+  const auto store = [&](int64_t b, const float* e, __m512 f, __m512 sh, bool zero) {
     const float* xb = x + b * 16 * n;
     float* yb = y + b * 16 * n;
     const auto one = [&](int v) {
-      const __m512 fv = _mm512_permutexvar_ps(_mm512_load_si512(owner[v]), f);
-      if (log) _mm512_storeu_ps(yb + 16 * v, _mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), fv));
-      else _mm512_storeu_ps(yb + 16 * v, _mm512_mul_ps(_mm512_load_ps(e + 16 * v), fv));
+      const __m512i lanes = _mm512_load_si512(owner[v]);
+      const __m512 fv = _mm512_permutexvar_ps(lanes, f);
+      __m512 o;
+      if (!log) o = _mm512_mul_ps(_mm512_load_ps(e + 16 * v), fv);
+      else if (zero) o = _mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), fv);
+      else o = _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), _mm512_permutexvar_ps(lanes, sh)), fv);
+      _mm512_storeu_ps(yb + 16 * v, o);
     };
     int v = 0;
     for (; v + 2 <= n; v += 2) {
@@ -175,11 +181,14 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
   };
   bool zero_next = false;
   __m512 m_next = blocks > 0 ? block_shift(0, &zero_next) : neg_inf;
-  __m512 pending = neg_inf;  // block b - 1's factor (softmax) or shift (log_softmax)
+  __m512 pending = neg_inf;  // block b - 1's factor (softmax) or log sum (log_softmax)
+  __m512 pending_shift = neg_inf;  // and its shift
+  bool pending_zero = false;       // which is 0
   for (int64_t b = 0; b < blocks; ++b) {
     const float* xb = x + b * 16 * n;
     float* e = ebuf[b % 2];
     const __m512 m = m_next;
+    const bool zero = zero_next;
     // exp over the block's n whole vectors, kept in e (log_softmax reads x after it,
     // and y may be x); each row's values then read back from it. exp16_nonpos has
     // no upper clamp: with a zero shift its arguments reach 64, where exp16's clamp
@@ -200,9 +209,9 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
       }
       for (; v < n; ++v) _mm512_store_ps(e + 16 * v, exp16_nonpos(shifted(v)));
     };
-    if (zero_next) exp_block.template operator()<true>();
+    if (zero) exp_block.template operator()<true>();
     else exp_block.template operator()<false>();
-    if (b > 0) store(b - 1, ebuf[(b - 1) % 2], pending);
+    if (b > 0) store(b - 1, ebuf[(b - 1) % 2], pending, pending_shift, pending_zero);
     if (b + 1 < blocks) m_next = block_shift(b + 1, &zero_next);
     // The lines of block b + 2 (x to read, y to write) are requested while this
     // block computes: without it, each block's first loads and stores wait on L2 or L3
@@ -228,12 +237,14 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
       alignas(64) float ls[16];
       _mm512_store_ps(ls, s);
       for (float& l : ls) l = std::log(l);
-      pending = _mm512_add_ps(m, _mm512_load_ps(ls));
+      pending = _mm512_load_ps(ls);
+      pending_shift = m;
+      pending_zero = zero;
     } else {
       pending = _mm512_div_ps(_mm512_set1_ps(1.0f), s);
     }
   }
-  if (blocks > 0) store(blocks - 1, ebuf[(blocks - 1) % 2], pending);
+  if (blocks > 0) store(blocks - 1, ebuf[(blocks - 1) % 2], pending, pending_shift, pending_zero);
   return blocks * 16;
 }
 
@@ -267,7 +278,7 @@ void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, bool
       float ls[kRows];
       for (int i = 0; i < nr; ++i) ls[i] = std::log(_mm512_cvtss_f32(s[i]));
       for (int i = 0; i < nr; ++i)
-        _mm512_mask_storeu_ps(y + (r0 + i) * n, k, _mm512_sub_ps(v[i], _mm512_add_ps(m[i], _mm512_set1_ps(ls[i]))));
+        _mm512_mask_storeu_ps(y + (r0 + i) * n, k, _mm512_sub_ps(_mm512_sub_ps(v[i], m[i]), _mm512_set1_ps(ls[i])));
     } else {
       for (int i = 0; i < kRows; ++i)
         if (i < nr) _mm512_mask_storeu_ps(y + (r0 + i) * n, k, _mm512_div_ps(e[i], s[i]));
@@ -358,9 +369,12 @@ void softmax_row_half(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, b
       else _mm256_mask_storeu_epi16(yr + at, k, Codec::narrow(v));
     };
     if (log) {
-      const __m512 shift = _mm512_set1_ps(m + (std::log(s) - d * 0.693147180559945309f));
-      for (i = 0; i < whole; i += 16) put(i, all, _mm512_sub_ps(Codec::widen(xr + i, all), shift));
-      if (tail) put(whole, tail, _mm512_sub_ps(Codec::widen(xr + whole, tail), shift));
+      // (x - m) - log sum, x - m exact near the max (see scale_shift in
+      // softmax_row_impl.h).
+      const __m512 ls = _mm512_set1_ps(std::log(s) - d * 0.693147180559945309f);
+      const auto out = [&](__m512 v) { return _mm512_sub_ps(_mm512_sub_ps(v, mb), ls); };
+      for (i = 0; i < whole; i += 16) put(i, all, out(Codec::widen(xr + i, all)));
+      if (tail) put(whole, tail, out(Codec::widen(xr + whole, tail)));
     } else {
       const __m512 inv = _mm512_set1_ps(1.0f / s);
       for (i = 0; i < whole; i += 16) put(i, all, _mm512_mul_ps(_mm512_loadu_ps(stage + i), inv));
@@ -434,7 +448,8 @@ void for_groups(int nv, Body&& body) {
 
 // The second pass of softmax_cols_once over one chunk of rows [d0, d1) and G of the
 // stripe's vectors from v0: y = e * f (softmax; k holds f, the chunk's factor per
-// vector) or x - k (log_softmax; k holds max + log sum), streamed where `stream`
+// vector) or (x - sh) - k (log_softmax; sh holds the shift, k the log sum; x - sh is
+// exact near the max, see scale_shift in softmax_row_impl.h), streamed where `stream`
 // and the vector is whole. Going down the chunk G vectors at a time, as the first
 // pass does, instead of writing whole rows one after another (a loop over all nv
 // vectors of each row), raised the rate by a fifth: [64, 1024, 256] through the
@@ -444,12 +459,13 @@ void for_groups(int nv, Body&& body) {
 // vectors at a time the same as 4.
 template <int G>
 void cols_once_out(const float* x, float* y, const float* e, int64_t inner, int nv, int64_t d0, int64_t d1, int v0,
-                   __mmask16 last, const __m512* k, bool log, bool stream) {
-  __m512 kv[G];
+                   __mmask16 last, const __m512* k, const __m512* sh, bool log, bool stream) {
+  __m512 kv[G], shv[G];
   __mmask16 mk[G];
   bool whole = stream;  // every vector of the group streamed
   for (int i = 0; i < G; ++i) {
     kv[i] = k[v0 + i];
+    shv[i] = log ? sh[v0 + i] : kv[i];
     mk[i] = v0 + i + 1 == nv ? last : __mmask16(0xffff);
     whole = whole && mk[i] == 0xffff;
   }
@@ -462,7 +478,7 @@ void cols_once_out(const float* x, float* y, const float* e, int64_t inner, int 
   for (int64_t d = d0; d < d1; ++d)
     for (int i = 0; i < G; ++i) {
       const int64_t at = d * inner + 16 * (v0 + i);
-      const __m512 o = log ? _mm512_sub_ps(_mm512_maskz_loadu_ps(mk[i], x + at), kv[i])
+      const __m512 o = log ? _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk[i], x + at), shv[i]), kv[i])
                            : _mm512_mul_ps(_mm512_load_ps(e + (d * nv + v0 + i) * 16), kv[i]);
       if (stream && mk[i] == 0xffff) _mm512_stream_ps(y + at, o);
       else _mm512_mask_storeu_ps(y + at, mk[i], o);
@@ -478,7 +494,7 @@ void cols_once_out(const float* x, float* y, const float* e, int64_t inner, int 
 // goes through the stripe four vectors at a time (cols_once_group). The
 // second pass scales each chunk's stored exp values by e^(its shift - final max) /
 // sum and writes y once, with streaming stores for large outputs; log_softmax
-// writes x - (max + log sum) instead and stores no exp values. One exp per value;
+// writes (x - max) - log sum instead and stores no exp values. One exp per value;
 // memory sees x read once and y written once. A column with a NaN gives NaN; an all
 // -inf column 0/0 = NaN, as elsewhere.
 void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int64_t w, bool log, bool stream,
@@ -503,13 +519,14 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
     m[v] = _mm512_load_ps(mrow + 16 * v);
     s[v] = _mm512_load_ps(srow + 16 * v);
   }
-  // s becomes 1/sum (softmax) or the final shift + log sum (log_softmax).
+  // s becomes 1/sum (softmax) or log sum (log_softmax, m the final shift).
   for (int v = 0; v < nv; ++v) {
     if (log) {
       alignas(64) float ls[16];
       _mm512_store_ps(ls, s[v]);
       for (float& l : ls) l = std::log(l);
-      s[v] = _mm512_add_ps(cols_shift_of(m[v]), _mm512_load_ps(ls));
+      s[v] = _mm512_load_ps(ls);
+      m[v] = cols_shift_of(m[v]);
     } else {
       s[v] = _mm512_div_ps(_mm512_set1_ps(1.0f), s[v]);
     }
@@ -526,7 +543,7 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
     // Four vectors at a time down the chunk's rows, as the first pass goes, not
     // whole rows: see cols_once_out for why.
     for_groups(nv, [&]<int G>(int v0) {
-      cols_once_out<G>(x, y, e, inner, nv, d0, d1, v0, last, log ? s : f, log, streamed);
+      cols_once_out<G>(x, y, e, inner, nv, d0, d1, v0, last, log ? s : f, m, log, streamed);
     });
   }
   if (streamed) _mm_sfence();

@@ -87,22 +87,27 @@ float row_sum(const float* e, int64_t n) {
   return s;
 }
 
-// y[i] = src[i] * a + b over [0, n), with streaming stores when kStream (the first
-// values up to a kVec boundary of y, and the last ones, plainly).
-template <int kVec, bool kStream>
-void scale_shift(const float* src, float* y, int64_t n, float a, float b) {
+// y[i] = src[i] * a + b over [0, n), then + c when kShift2, with streaming stores
+// when kStream (the first values up to a kVec boundary of y, and the last ones,
+// plainly). log_softmax passes a = 1, b = -max, c = -log sum: (x - max) is exact
+// near the max, where x - (max + log sum) would lose max's low bits (logits near 1e6
+// lost 0.03, as PyTorch does not).
+template <int kVec, bool kStream, bool kShift2>
+void scale_shift(const float* src, float* y, int64_t n, float a, float b, float c) {
   using V = typename FloatVec<kVec>::type;
   constexpr int W = kVec / 4;
+  const auto one = [&](float v) { return kShift2 ? (v * a + b) + c : v * a + b; };
   int64_t i = 0;
   if constexpr (kStream) {
-    for (; i < n && reinterpret_cast<uintptr_t>(y + i) % kVec != 0; ++i) y[i] = src[i] * a + b;
+    for (; i < n && reinterpret_cast<uintptr_t>(y + i) % kVec != 0; ++i) y[i] = one(src[i]);
     for (; i + W <= n; i += W) {
       V v;
       std::memcpy(&v, src + i, sizeof v);
-      stream_store<kVec>(y + i, v * a + b);
+      if constexpr (kShift2) stream_store<kVec>(y + i, (v * a + b) + c);
+      else stream_store<kVec>(y + i, v * a + b);
     }
   }
-  for (; i < n; ++i) y[i] = src[i] * a + b;
+  for (; i < n; ++i) y[i] = one(src[i]);
 }
 
 // Rows of float32 (RowFn in softmax_row.h). Per row: the max (from memory, or
@@ -115,10 +120,15 @@ void softmax_row_f32(const float* x, float* y, int64_t rows, int64_t n, bool log
   constexpr int64_t kChunk = 256;  // 16 lines: shorter chunks measured slower
   const float* prev_src = nullptr;
   float* prev_y = nullptr;
-  float prev_a = 0, prev_b = 0;
+  float prev_a = 0, prev_b = 0, prev_c = 0;
   const auto store = [&](int64_t c, int64_t cn) {
-    if (opt.stream) scale_shift<kVec, true>(prev_src + c, prev_y + c, cn, prev_a, prev_b);
-    else scale_shift<kVec, false>(prev_src + c, prev_y + c, cn, prev_a, prev_b);
+    if (log) {
+      if (opt.stream) scale_shift<kVec, true, true>(prev_src + c, prev_y + c, cn, prev_a, prev_b, prev_c);
+      else scale_shift<kVec, false, true>(prev_src + c, prev_y + c, cn, prev_a, prev_b, prev_c);
+    } else {
+      if (opt.stream) scale_shift<kVec, true, false>(prev_src + c, prev_y + c, cn, prev_a, prev_b, 0.0f);
+      else scale_shift<kVec, false, false>(prev_src + c, prev_y + c, cn, prev_a, prev_b, 0.0f);
+    }
   };
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
@@ -139,7 +149,8 @@ void softmax_row_f32(const float* x, float* y, int64_t rows, int64_t n, bool log
     prev_src = log ? xr : e;
     prev_y = y + r * n;
     prev_a = log ? 1.0f : 1.0f / s;
-    prev_b = log ? -(m + std::log(s)) : 0.0f;
+    prev_b = log ? -m : 0.0f;
+    prev_c = log ? -std::log(s) : 0.0f;
   }
   if (prev_src) store(0, n);
 #if defined(__x86_64__)
@@ -186,9 +197,9 @@ void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t n, bool lo
       for (int g = 0; g < g_end; ++g) sum[r + g] = s[g];
     }
     for (int64_t r = 0; r < nr; ++r) {
-      if (log) {
-        const float sh = shift[r] + std::log(sum[r]);
-        for (int64_t k = 0; k < n; ++k) yb[r * n + k] = xb[r * n + k] - sh;
+      if (log) {  // (x - max) - log sum: see scale_shift
+        const float ls = std::log(sum[r]);
+        for (int64_t k = 0; k < n; ++k) yb[r * n + k] = (xb[r * n + k] - shift[r]) - ls;
       } else {
         const float inv = 1.0f / sum[r];
         for (int64_t k = 0; k < n; ++k) yb[r * n + k] = e[r * n + k] * inv;
@@ -219,9 +230,9 @@ void softmax_cols_f32(const float* x, float* y, int64_t dim, int64_t inner, int6
     for (int64_t i = 0; i < w; ++i) s[i] += e[i];
   }
   if (log) {
-    for (int64_t i = 0; i < w; ++i) m[i] += std::log(s[i]);
-    for (int64_t d = 0; d < dim; ++d)
-      for (int64_t i = 0; i < w; ++i) y[d * inner + i] = x[d * inner + i] - m[i];
+    for (int64_t i = 0; i < w; ++i) s[i] = std::log(s[i]);
+    for (int64_t d = 0; d < dim; ++d)  // (x - max) - log sum: see scale_shift
+      for (int64_t i = 0; i < w; ++i) y[d * inner + i] = (x[d * inner + i] - m[i]) - s[i];
   } else {
     for (int64_t i = 0; i < w; ++i) s[i] = 1.0f / s[i];
     for (int64_t d = 0; d < dim; ++d)

@@ -10,7 +10,7 @@
 // classes, a whole block beyond that. The group reads the row twice (the second
 // time from cache): once for the maximum m, once for sum exp(x - m), each pass
 // strided across the group and combined with shuffles (and, for a block, through
-// shared memory); lse = m + log(sum) and loss = lse - x[target]. As on the CPU, a
+// shared memory); lse = m + log(sum) and loss = (m - x[target]) + log(sum). As on the CPU, a
 // row of -inf takes m = 0 so that lse comes out -inf instead of NaN.
 //
 // Backward: every element is independent once lse is known, so one thread per
@@ -108,10 +108,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int64_t j = lane; j < c; j += kThreads) s += exp(xi[j] - m);
     s = group_reduce<kThreads>(s, smem, SumOp{});
     if (lane == 0) {
-      const T l = m + log(s);
+      const T ls = log(s);
       const int64_t ti = t[i];
-      lse[i] = l;
-      loss[i] = ti == ignore ? T(0) : l - xi[ti];
+      lse[i] = m + ls;
+      loss[i] = ti == ignore ? T(0) : (m - xi[ti]) + ls;  // exact near the max, as on the CPU
     }
   }
 }

@@ -98,13 +98,13 @@ __global__ void __launch_bounds__(kBlockThreads)
       if (i < dim) s += exp_of(v[k] - m);
     }
     s = warp_sum(s);
-    const A shift = m + log_of(s), inv = A(1) / s;
+    const A ls = log_of(s), inv = A(1) / s;  // log: (x - m) - ls, exact near the max
     // exp is computed again rather than kept: keeping VPL of them alive as well as
     // the inputs costs registers, and recomputing costs no memory traffic.
 #pragma unroll
     for (int k = 0; k < VPL; ++k) {
       const int i = lane + k * kWarp;
-      if (i < dim) y[i] = from_acc<T>(static_cast<acc_t<T>>(log ? v[k] - shift : exp_of(v[k] - m) * inv));
+      if (i < dim) y[i] = from_acc<T>(static_cast<acc_t<T>>(log ? (v[k] - m) - ls : exp_of(v[k] - m) * inv));
     }
   }
 }
@@ -147,13 +147,13 @@ __device__ __forceinline__ void softmax_held(A (&v)[K][Vec16<T>::kCount], const 
       if (!log) v[k][e] = ex;
     }
   s = reduce(s, false);
-  const A shift = m + log_of(s), inv = A(1) / s;
+  const A ls = log_of(s), inv = A(1) / s;  // log: (x - m) - ls, exact near the max
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (!held[k]) continue;
     Vec16<T> out;
 #pragma unroll
-    for (int e = 0; e < N; ++e) out.v[e] = from_acc<T>(static_cast<acc_t<T>>(log ? v[k][e] - shift : v[k][e] * inv));
+    for (int e = 0; e < N; ++e) out.v[e] = from_acc<T>(static_cast<acc_t<T>>(log ? (v[k][e] - m) - ls : v[k][e] * inv));
     *reinterpret_cast<Vec16<T>*>(y + index(k)) = out;
   }
 }
@@ -232,10 +232,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     A s = 0;
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) s += exp_of(static_cast<A>(to_acc(x[i])) - m);
     s = block_all<false>(s, shared);
-    const A shift = m + log_of(s), inv = A(1) / s;
+    const A ls = log_of(s), inv = A(1) / s;  // log: (x - m) - ls, exact near the max
     for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
       const A v = static_cast<A>(to_acc(x[i]));
-      y[i] = from_acc<T>(static_cast<acc_t<T>>(log ? v - shift : exp_of(v - m) * inv));
+      y[i] = from_acc<T>(static_cast<acc_t<T>>(log ? (v - m) - ls : exp_of(v - m) * inv));
     }
   }
 }
@@ -256,10 +256,10 @@ __global__ void __launch_bounds__(kBlockThreads)
     m = no_neg_inf(m);
     A s = 0;
     for (int64_t d = 0; d < dim; ++d) s += exp_of(static_cast<A>(to_acc(x[d * inner])) - m);
-    const A shift = m + log_of(s), inv = A(1) / s;
+    const A ls = log_of(s), inv = A(1) / s;  // log: (x - m) - ls, exact near the max
     for (int64_t d = 0; d < dim; ++d) {
       const A v = static_cast<A>(to_acc(x[d * inner]));
-      y[d * inner] = from_acc<T>(static_cast<acc_t<T>>(log ? v - shift : exp_of(v - m) * inv));
+      y[d * inner] = from_acc<T>(static_cast<acc_t<T>>(log ? (v - m) - ls : exp_of(v - m) * inv));
     }
   }
 }

@@ -208,14 +208,32 @@ TEST_CASE("cpu::softmax streams a large strided output into aligned storage", "[
   for (bool log : {false, true}) check<float>({20, 900, 240}, log, rng, 2e-5, false, true);
 }
 
+TEST_CASE("cpu::log_softmax keeps its precision for logits near 1e6", "[kernels][softmax]") {
+  // Every loop forms (x - max) - log sum, not x - (max + log sum): near 1e6 the
+  // latter loses max's low bits (float32 spacing 0.0625 there; the loops lost up to
+  // 0.03 that way, where PyTorch loses nothing). Long rows, blocks of 16 short rows
+  // and the rows left over, short rows of 31, and strided dims.
+  std::mt19937_64 rng(8);
+  std::normal_distribution<double> normal(0, 3);
+  each_level([&](int) {
+    for (const Shape3 s : {Shape3{4, 1000, 1}, Shape3{35, 10, 1}, Shape3{5, 31, 1}, Shape3{2, 5, 17},
+                           Shape3{3, 40, 300}, Shape3{2, 1100, 20}}) {
+      std::vector<double> v(s.outer * s.dim * s.inner);
+      for (double& e : v) e = static_cast<double>(static_cast<float>(1e6 + normal(rng)));
+      for (bool log : {false, true}) compare<float>(v, s, log, 2e-5, false, false);
+    }
+  });
+}
+
 TEST_CASE("cpu::softmax of half rows with large logits matches float64", "[kernels][softmax]") {
   // The AVX-512 half rows fold the shift into exp's FMA, 2^(x log2 e - m log2 e), while
   // |max| <= 2^20: every exponent is then off by the same rounding of m log2 e, which
   // log_softmax must take out of its log sum (up to 0.0027 near float16's 65504, and
   // 0.043 just under 2^20 in bfloat16, where these rows put their max). Beyond 2^20
-  // (bfloat16 rows up to 3e38) the shift is subtracted instead. A row's second value
-  // is a spacing or two of the type below its max, so its log sum rounds to 0 and
-  // log_softmax (x - (max + log sum), as PyTorch's CPU loops form it) is exact there.
+  // (bfloat16 rows up to 3e38) the shift is subtracted instead. A float16 row's
+  // second value is 32 below its max (its log sum rounds to 0, so the max's
+  // log_softmax is 0 but for that rounding); bfloat16 rows tie two maxima (0.5 each,
+  // -ln 2).
   const Shape3 s{64, 64, 1};
   std::mt19937_64 rng(5);
   std::normal_distribution<double> normal(0, 3);
@@ -231,7 +249,7 @@ TEST_CASE("cpu::softmax of half rows with large logits matches float64", "[kerne
     const double scale = 1.0 + static_cast<double>(r) / 128;
     const double top[] = {std::ldexp(scale, 19), std::ldexp(scale, 21), 1e30 * scale, 3e38};
     b[r * s.dim] = as(BFloat16{}, top[r % 4]);
-    b[r * s.dim + 1] = as(BFloat16{}, b[r * s.dim] * (1 - std::ldexp(1.0, -7)));  // one or two spacings below
+    b[r * s.dim + 1] = b[r * s.dim];
   }
   each_level([&](int) {
     for (bool log : {false, true}) {
