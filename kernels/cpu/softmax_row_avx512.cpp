@@ -20,6 +20,7 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/bf16_round_avx512.h"
 #include "kernels/cpu/exp_avx512.h"
 #include "kernels/cpu/half16_avx512.h"
+#include "kernels/cpu/log_avx512.h"
 #include "kernels/cpu/softmax_row_impl.h"
 namespace ember::cpu::softmax_detail {
 namespace {
@@ -233,11 +234,9 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
     for (int r = 0; r < 16; ++r) rv[r] = _mm512_maskz_loadu_ps(k, e + r * n);
     const __m512 s = tree16<false>(rv);
     if (log) {
-      // The library log per row, as the other loops use.
-      alignas(64) float ls[16];
-      _mm512_store_ps(ls, s);
-      for (float& l : ls) l = std::log(l);
-      pending = _mm512_load_ps(ls);
+      // The block's 16 logs in one vector (log16, within 2 ulp), where 16 library
+      // calls took over half of a log_softmax of rows of 10.
+      pending = log16(s);
       pending_shift = m;
       pending_zero = zero;
     } else {

@@ -24,12 +24,14 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-// The short exp of the AVX-512 half softmax and the table exp of the strided float32
-// softmax (exp_avx512.h), compiled here for the tests below; they only run where the
+// The short exp of the AVX-512 half softmax, the table exp of the strided float32
+// softmax (exp_avx512.h) and the log of the short rows' sums (log_avx512.h), compiled here for the tests below; they only run where the
 // CPU has AVX-512.
 EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 #include "kernels/cpu/exp_avx512.h"
+#include "kernels/cpu/log_avx512.h"
 namespace {
+void log16_of(const float* x, float* y) { _mm512_storeu_ps(y, ember::cpu::log16(_mm512_loadu_ps(x))); }
 void exp_short16(const float* x, float* y) {
   _mm512_storeu_ps(y, ember::cpu::exp16_pow2(_mm512_loadu_ps(x)));
 }
@@ -354,6 +356,44 @@ TEST_CASE("the strided softmax's table exp is within 1 ulp", "[kernels][vec_math
 // the specials of exp. Its results are rounded to float16 or bfloat16, whose half
 // ulps are 2.4e-4 and 2.0e-3 at least; tests/tensor/test_half.cpp checks those
 // roundings over every 16-bit pattern.
+// The log of the softmax loops' sums (log16, log_avx512.h) within 2 ulp of log
+// rounded to float32, over every 61st positive float (subnormals to the largest, so
+// every binade and mantissa region), and 4096 floats on each side of 1 (where log x
+// is small and a relative error shows most); the specials: 0 gives -inf, inf gives
+// inf, negative values and NaN give NaN.
+TEST_CASE("the softmax loops' vector log is within 2 ulp", "[kernels][vec_math]") {
+#if defined(__x86_64__)
+  if (ember::cpu::cpu_isa() < ember::cpu::Isa::avx512) return;
+  std::vector<float> x;
+  for (uint32_t u = 1; u < 0x7f800000u; u += 61) x.push_back(from_bits(u));
+  for (uint32_t d = 1; d <= 4096; ++d) {
+    x.push_back(from_bits(0x3f800000u + d));
+    x.push_back(from_bits(0x3f800000u - d));
+  }
+  x.push_back(1.0f);
+  const size_t specials = x.size();
+  for (float v : {0.0f, std::numeric_limits<float>::infinity(), -1.0f, -0.0f,
+                  std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);
+  while (x.size() % 16) x.push_back(2.0f);
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); i += 16) log16_of(x.data() + i, y.data() + i);
+  int64_t worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < specials; ++i) {
+    const float ref = static_cast<float>(std::log(static_cast<double>(x[i])));
+    const int64_t d = std::llabs(ordinal(y[i]) - ordinal(ref));
+    if (d > worst) worst = d, worst_x = x[i];
+  }
+  INFO("worst " << worst << " ulp at x = " << worst_x);
+  CHECK(worst <= 2);
+  CHECK(y[specials] == -std::numeric_limits<float>::infinity());
+  CHECK(y[specials + 1] == std::numeric_limits<float>::infinity());
+  CHECK(std::isnan(y[specials + 2]));
+  CHECK(std::isnan(y[specials + 4]));
+#endif
+}
+
 TEST_CASE("the half types' exp kernel is within 1e-5 relative", "[kernels][vec_math]") {
   std::vector<float> x;
   for (uint32_t u = 0x80000000u; from_bits(u) >= -103.0f; u += 97) x.push_back(from_bits(u));
