@@ -10,7 +10,7 @@ namespace {
 // log x = k ln 2 + log m with x = m 2^k, m in [0.75, 1.5) (vgetmantps; vgetexpps
 // gives floor(log2 x), one more where m < 1), and log m = 2 atanh(f) = 2f + 2f u q(u),
 // f = (m - 1) / (m + 1) in [-1/7, 1/5], u = f^2, q of degree 2 (scripts/fit-vmath:
-// 2.8e-9 relative to q). m - 1 is exact; f carries two roundings, so log m is within
+// 2.8e-9 of log m). m - 1 is exact; f carries two roundings, so log m is within
 // about 1.5 ulp, and k ln 2 enters in two parts (ln 2's high part has 15 bits, so k
 // times it is exact for every float's k; both parts are positive, so an infinite k,
 // of 0 or inf, stays one infinity). Subnormal x is normalized by vgetexpps and
