@@ -91,7 +91,7 @@ inline __m512 exp16_half(__m512 t) { return exp16_pow2(t); }
 // two parts: n * hi is exact for |n| <= 2401), |r| <= ln2/32, so e^r - 1 = r (1 + r (1/2
 // + r / 6)) leaves 9e-9 relative out; the result is T[j] + T[j] (e^r - 1) in one FMA,
 // scaled by 2^floor(n / 16) with vscalefps (rounding once, a subnormal result
-// included). Eight instructions on the FMA pipes where exp16_nonpos<false> takes ten:
+// included). Eight instructions on the FMA pipes where exp16_nonpos takes ten:
 // 1.48-1.52 ns per 16 values in L1 on one thread against 1.76-1.80. Over every float
 // in [-104, -0], 1.07 ulp from exp at worst (exp16: 1.01); tests/kernels/test_vec_math.cpp
 // holds it to 1 ulp of the rounded reference. t below -104 is clamped there (e^-104

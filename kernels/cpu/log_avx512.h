@@ -14,7 +14,7 @@ namespace {
 // about 1.5 ulp, and k ln 2 enters in two parts (ln 2's high part has 15 bits, so k
 // times it is exact for every float's k; both parts are positive, so an infinite k,
 // of 0 or inf, stays one infinity). Subnormal x is normalized by vgetexpps and
-// vgetmantps; 0 gives -inf, +inf gives +inf, a negative x or a NaN gives NaN.
+// vgetmantps; 0 and -0 give -inf, +inf gives +inf, a negative x or a NaN gives NaN.
 // tests/kernels/test_vec_math.cpp holds it to 2 ulp of the rounded log.
 inline __m512 log16(__m512 x) {
   const __m512 one = _mm512_set1_ps(1.0f);

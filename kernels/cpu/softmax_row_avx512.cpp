@@ -143,12 +143,15 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
   // leave the normal range (e^-64 = 1.6e-28), so its relative error, and each
   // probability's, is that of the shifted route; the range check (n compares on
   // whole vectors) costs half of the max tree it replaces, and the exp loop skips a
-  // permute and a subtraction per vector.
+  // permute and a subtraction per vector. Softmax only: log_softmax needs each row's
+  // max for (x - max) - log sum, whose x - max is exact near the max (x - log sum
+  // would round log sum, up to 67 here, and could give the max a log-probability
+  // above 0).
   const __m512 range = _mm512_set1_ps(64.0f);
   const auto block_shift = [&](int64_t b, bool* zero) {
     const float* xb = x + b * 16 * n;
-    __mmask16 inside = 0xffff;
-    for (int v = 0; v < n; ++v)
+    __mmask16 inside = log ? 0 : 0xffff;
+    for (int v = 0; v < n && !log; ++v)
       inside &= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * v)), range, _CMP_LE_OQ);
     *zero = inside == 0xffff;
     if (*zero) return _mm512_setzero_ps();
@@ -159,9 +162,8 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
   };
   // Block b's outputs: e * (1 / sum), or (x - shift) - log sum for log_softmax (x -
   // shift is exact near the max; see scale_shift in softmax_row_impl.h); f holds the
-  // per-row factor or log sum, and sh the shift (none where `zero`), in tree16's lane
-  // order.
-  const auto store = [&](int64_t b, const float* e, __m512 f, __m512 sh, bool zero) {
+  // per-row factor or log sum, and sh the shift, in tree16's lane order.
+  const auto store = [&](int64_t b, const float* e, __m512 f, __m512 sh) {
     const float* xb = x + b * 16 * n;
     float* yb = y + b * 16 * n;
     const auto one = [&](int v) {
@@ -169,7 +171,6 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
       const __m512 fv = _mm512_permutexvar_ps(lanes, f);
       __m512 o;
       if (!log) o = _mm512_mul_ps(_mm512_load_ps(e + 16 * v), fv);
-      else if (zero) o = _mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), fv);
       else o = _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), _mm512_permutexvar_ps(lanes, sh)), fv);
       _mm512_storeu_ps(yb + 16 * v, o);
     };
@@ -184,7 +185,6 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
   __m512 m_next = blocks > 0 ? block_shift(0, &zero_next) : neg_inf;
   __m512 pending = neg_inf;  // block b - 1's factor (softmax) or log sum (log_softmax)
   __m512 pending_shift = neg_inf;  // and its shift
-  bool pending_zero = false;       // which is 0
   for (int64_t b = 0; b < blocks; ++b) {
     const float* xb = x + b * 16 * n;
     float* e = ebuf[b % 2];
@@ -212,7 +212,7 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
     };
     if (zero) exp_block.template operator()<true>();
     else exp_block.template operator()<false>();
-    if (b > 0) store(b - 1, ebuf[(b - 1) % 2], pending, pending_shift, pending_zero);
+    if (b > 0) store(b - 1, ebuf[(b - 1) % 2], pending, pending_shift);
     if (b + 1 < blocks) m_next = block_shift(b + 1, &zero_next);
     // The lines of block b + 2 (x to read, y to write) are requested while this
     // block computes: without it, each block's first loads and stores wait on L2 or L3
@@ -238,12 +238,11 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
       // calls took over half of a log_softmax of rows of 10.
       pending = log16(s);
       pending_shift = m;
-      pending_zero = zero;
     } else {
       pending = _mm512_div_ps(_mm512_set1_ps(1.0f), s);
     }
   }
-  if (blocks > 0) store(blocks - 1, ebuf[(blocks - 1) % 2], pending, pending_shift, pending_zero);
+  if (blocks > 0) store(blocks - 1, ebuf[(blocks - 1) % 2], pending, pending_shift);
   return blocks * 16;
 }
 

@@ -225,11 +225,42 @@ TEST_CASE("cpu::log_softmax keeps its precision for logits near 1e6", "[kernels]
   });
 }
 
+TEST_CASE("cpu::log_softmax of short rows keeps float32 precision near the max", "[kernels][softmax]") {
+  // Rows of 10 (blocks of 16 rows whose logits all lie in [-64, 64]) and of 100, with
+  // two close logits from 40 to 64 (t and t - 0.1) and the others 0. (x - max) - log
+  // sum keeps each output within a few ulp; x - log sum, as the unshifted blocks once
+  // formed log_softmax, rounded log sum (about t) to half a spacing of 64, 2e-6, tens
+  // of ulp of the outputs near -0.7.
+  std::vector<double> v(64 * 100);
+  each_level([&](int) {
+    for (int64_t n : {int64_t{10}, int64_t{100}}) {
+      std::fill(v.begin(), v.end(), 0.0);
+      for (int64_t r = 0; r < 64; ++r) {
+        const float t = 40.0f + 0.375f * static_cast<float>(r);
+        v[r * n + r % n] = t;
+        v[r * n + (r + 1) % n] = static_cast<double>(t - 0.1f);
+      }
+      std::vector<float> x(v.begin(), v.begin() + 64 * n), y(x.size());
+      cpu::softmax(DType::Float32, 64, n, 1, x.data(), y.data(), true);
+      const std::vector<double> want = reference(std::vector<double>(v.begin(), v.begin() + 64 * n), {64, n, 1}, true);
+      int64_t bad = 0, above = 0;
+      for (size_t i = 0; i < y.size(); ++i) {
+        bad += !(std::fabs(y[i] - want[i]) <= 5e-7 * std::fabs(want[i]));
+        above += y[i] > 0;
+      }
+      INFO("rows of " << n << ": " << bad << " outputs off by more than 5e-7 relative, " << above << " above 0");
+      CHECK(bad == 0);
+      CHECK(above == 0);
+    }
+  });
+}
+
 TEST_CASE("cpu::softmax of half rows with large logits matches float64", "[kernels][softmax]") {
   // The AVX-512 half rows fold the shift into exp's FMA, 2^(x log2 e - m log2 e), while
   // |max| <= 2^20: every exponent is then off by the same rounding of m log2 e, which
   // log_softmax must take out of its log sum (up to 0.0027 near float16's 65504, and
-  // 0.043 just under 2^20 in bfloat16, where these rows put their max). Beyond 2^20
+  // up to 0.043 for the bfloat16 maxima from 2^19 to 2^20 past 2^20 / log2 e, where
+  // these rows put theirs). Beyond 2^20
   // (bfloat16 rows up to 3e38) the shift is subtracted instead. A float16 row's
   // second value is 32 below its max (its log sum rounds to 0, so the max's
   // log_softmax is 0 but for that rounding); bfloat16 rows tie two maxima (0.5 each,

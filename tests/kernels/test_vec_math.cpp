@@ -350,17 +350,11 @@ TEST_CASE("the strided softmax's table exp is within 1 ulp", "[kernels][vec_math
 #endif
 }
 
-// The half types' exp kernel (VmathKernels::exp_half: exp16_half on AVX-512, the
-// float32 exp elsewhere) keeps a relative error below 1e-5 over the whole range a
-// float32 exp does not overflow or flush (every 97th float in [-103, 88.7]), and
-// the specials of exp. Its results are rounded to float16 or bfloat16, whose half
-// ulps are 2.4e-4 and 2.0e-3 at least; tests/tensor/test_half.cpp checks those
-// roundings over every 16-bit pattern.
 // The log of the softmax loops' sums (log16, log_avx512.h) within 2 ulp of log
 // rounded to float32, over every 509th positive float (subnormals to the largest, so
 // every binade and mantissa region), and 4096 floats on each side of 1 (where log x
-// is small and a relative error shows most); the specials: 0 gives -inf, inf gives
-// inf, negative values and NaN give NaN.
+// is small and a relative error shows most); the specials: 0 and -0 give -inf, inf
+// gives inf, negative values and NaN give NaN.
 TEST_CASE("the softmax loops' vector log is within 2 ulp", "[kernels][vec_math]") {
 #if defined(__x86_64__)
   if (ember::cpu::cpu_isa() < ember::cpu::Isa::avx512) return;
@@ -390,10 +384,17 @@ TEST_CASE("the softmax loops' vector log is within 2 ulp", "[kernels][vec_math]"
   CHECK(y[specials] == -std::numeric_limits<float>::infinity());
   CHECK(y[specials + 1] == std::numeric_limits<float>::infinity());
   CHECK(std::isnan(y[specials + 2]));
+  CHECK(y[specials + 3] == -std::numeric_limits<float>::infinity());
   CHECK(std::isnan(y[specials + 4]));
 #endif
 }
 
+// The half types' exp kernel (VmathKernels::exp_half: exp16_half on AVX-512, the
+// float32 exp elsewhere) keeps a relative error below 1e-5 over the whole range a
+// float32 exp does not overflow or flush (every 97th float in [-103, 88.7]), and
+// the specials of exp. Its results are rounded to float16 or bfloat16, whose half
+// ulps are 2.4e-4 and 2.0e-3 at least; tests/tensor/test_half.cpp checks those
+// roundings over every 16-bit pattern.
 TEST_CASE("the half types' exp kernel is within 1e-5 relative", "[kernels][vec_math]") {
   std::vector<float> x;
   for (uint32_t u = 0x80000000u; from_bits(u) >= -103.0f; u += 97) x.push_back(from_bits(u));
