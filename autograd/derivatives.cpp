@@ -317,7 +317,7 @@ std::vector<Tensor> apply_backward(Node& n, const std::vector<Tensor>& grads) {
       return {pad_backward(g, shape_of(0), p.pads, p.mode)};
     }
     case OpId::CrossEntropy:
-      return {cross_entropy_backward(g, saved("logits"), saved("targets"), saved("lse"),
+      return {cross_entropy_backward(g, saved("logits"), saved("targets"), saved("stats"),
                                      n.attrs_as<LossAttrs>().ignore_index)};
     case OpId::NllLoss:
       return {nll_loss_backward(g, saved("targets"), shape_of(0), n.attrs_as<LossAttrs>().ignore_index)};

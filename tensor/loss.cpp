@@ -1,6 +1,6 @@
 // Classification losses: cross_entropy (fused log-softmax + NLL) and nll_loss over
 // [N, C] inputs and int64 class indices [N]. The recorded node produces the
-// per-sample losses (CrossEntropy saves logits, targets and the row log-sum-exp;
+// per-sample losses (CrossEntropy saves logits, targets and each row's max and log sum;
 // NllLoss saves targets; both keep LossAttrs); the reduction is done with ordinary
 // recorded ops, so its gradient needs no rule of its own.
 #include "kernels/cpu/loss.h"
@@ -56,15 +56,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
     return cross_entropy(logits.to(kFloat32), targets, reduction, ignore_index);
   const int64_t n = logits.shape()[0], c = logits.shape()[1];
   Tensor loss = empty({n}, {logits.dtype(), logits.device()});
-  Tensor lse = empty({n}, {logits.dtype(), logits.device()});
+  Tensor stats = empty({n, 2}, {logits.dtype(), logits.device()});  // (max, log sum exp(x - max))
   Tensor x = logits.detach().contiguous(), t = targets.contiguous();
   if (const OpBackend backend = backend_of("cross_entropy", logits); backend != Backend::None && n > 0) {
     const int64_t bad =
         backend == Backend::CPU
             ? cpu::cross_entropy_forward(logits.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(), ignore_index,
-                                         loss.data_ptr(), lse.data_ptr())
+                                         loss.data_ptr(), stats.data_ptr())
             : EMBER_CUDA_OR(cuda::cross_entropy_forward(logits.dtype(), n, c, x.data_ptr(), t.data_ptr<int64_t>(),
-                                                        ignore_index, loss.data_ptr(), lse.data_ptr(), stream_of(x)),
+                                                        ignore_index, loss.data_ptr(), stats.data_ptr(), stream_of(x)),
                             -1);
     if (bad >= 0) bad_target(t, bad);
   }
@@ -72,24 +72,24 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
     auto node = record(OpId::CrossEntropy, {&logits}, {&loss});
     node->save("logits", x);
     node->save("targets", t);
-    node->save("lse", lse);
+    node->save("stats", stats);
     node->attrs = LossAttrs{ignore_index};
   }
   return reduce(loss, t, reduction, ignore_index);
 }
 
-Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                              int64_t ignore_index) {
+Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& targets,
+                              const Tensor& stats, int64_t ignore_index) {
   const int64_t n = logits.shape()[0], c = logits.shape()[1];
   Tensor g = grad_loss.contiguous();
   Tensor out = empty(logits.shape(), {logits.dtype(), logits.device()});
   const OpBackend backend = backend_of("cross_entropy_backward", logits);
   if (backend == Backend::CPU && n > 0)
     cpu::cross_entropy_backward(logits.dtype(), n, c, logits.data_ptr(), targets.data_ptr<int64_t>(), ignore_index,
-                                lse.data_ptr(), g.data_ptr(), out.data_ptr());
+                                stats.data_ptr(), g.data_ptr(), out.data_ptr());
   if (backend == Backend::CUDA && n > 0)
     EMBER_CUDA(cuda::cross_entropy_backward(logits.dtype(), n, c, logits.data_ptr(), targets.data_ptr<int64_t>(),
-                                            ignore_index, lse.data_ptr(), g.data_ptr(), out.data_ptr(),
+                                            ignore_index, stats.data_ptr(), g.data_ptr(), out.data_ptr(),
                                             stream_of(logits)));
   return out;
 }

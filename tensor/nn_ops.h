@@ -143,9 +143,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
                      int64_t ignore_index = -100);
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, Reduction reduction = Reduction::Mean,
                 int64_t ignore_index = -100);
-// Per-sample gradient kernels, used by the backward rules.
+// Per-sample gradient kernels, used by the backward rules. stats [N, 2] holds each
+// row's max and log sum exp(x - max), as cross_entropy saved them.
 Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& targets,
-                              const Tensor& lse, int64_t ignore_index);
+                              const Tensor& stats, int64_t ignore_index);
 Tensor nll_loss_backward(const Tensor& grad_loss, const Tensor& targets, const Shape& input_shape,
                          int64_t ignore_index);
 

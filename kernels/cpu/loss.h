@@ -15,16 +15,17 @@ namespace ember::cpu {
 // IndexError), or -1 when all are valid. float32 and float64 only; any other dtype
 // throws NotImplementedError.
 
-// loss[i] = lse[i] - logits[i, t_i], where lse[i] = log(sum_j exp(logits[i, j])) is
-// kept for the backward pass; loss[i] = 0 when t_i == ignore_index.
+// loss[i] = (m_i - logits[i, t_i]) + s_i, where m_i is the row's max (0 for a row
+// of -inf) and s_i = log(sum_j exp(logits[i, j] - m_i)); stats [n, 2] keeps (m_i, s_i)
+// for the backward pass. loss[i] = 0 when t_i == ignore_index.
 int64_t cross_entropy_forward(DType dt, int64_t n, int64_t c, const void* logits,
                               const int64_t* targets, int64_t ignore_index, void* loss,
-                              void* lse);
+                              void* stats);
 
-// grad_logits[i, j] = (exp(logits[i, j] - lse[i]) - [j == t_i]) * grad_loss[i]; rows
-// whose target is ignore_index are 0.
+// grad_logits[i, j] = (exp((logits[i, j] - m_i) - s_i) - [j == t_i]) * grad_loss[i],
+// from the forward pass's stats; rows whose target is ignore_index are 0.
 int64_t cross_entropy_backward(DType dt, int64_t n, int64_t c, const void* logits,
-                               const int64_t* targets, int64_t ignore_index, const void* lse,
+                               const int64_t* targets, int64_t ignore_index, const void* stats,
                                const void* grad_loss, void* grad_logits);
 
 // loss[i] = -log_probs[i, t_i], 0 when t_i == ignore_index.

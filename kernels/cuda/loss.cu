@@ -10,11 +10,12 @@
 // classes, a whole block beyond that. The group reads the row twice (the second
 // time from cache): once for the maximum m, once for sum exp(x - m), each pass
 // strided across the group and combined with shuffles (and, for a block, through
-// shared memory); lse = m + log(sum) and loss = (m - x[target]) + log(sum). As on the CPU, a
-// row of -inf takes m = 0 so that lse comes out -inf instead of NaN.
+// shared memory); loss = (m - x[target]) + log(sum), and the pair (m, log(sum)) is
+// saved, as on the CPU (one number m + log(sum) would round away m's low bits). A
+// row of -inf takes m = 0 so that its log-sum-exp comes out -inf instead of NaN.
 //
-// Backward: every element is independent once lse is known, so one thread per
-// element writes (exp(x - lse) - onehot) * grad in a single pass; NLL's backward is
+// Backward: every element is independent once (m, log sum) is known, so one thread
+// per element writes (exp((x - m) - log sum) - onehot) * grad in a single pass; NLL's backward is
 // a memset and one store per row.
 #include "kernels/cuda/loss.h"
 
@@ -59,7 +60,7 @@ int64_t first_bad_target(int64_t n, int64_t c, const int64_t* t, int64_t ignore,
 }
 
 // The CPU's max: a NaN never replaces the running value (the sum pass then makes
-// lse NaN, as on the CPU).
+// the log sum NaN, as on the CPU).
 struct MaxOp {
   template <class A> __device__ A operator()(A a, A b) const { return b > a ? b : a; }
 };
@@ -93,7 +94,7 @@ template <class T, int kThreads>
 __global__ void __launch_bounds__(kBlockThreads)
     ce_forward_kernel(int64_t n, int64_t c, const T* __restrict__ x,
                       const int64_t* __restrict__ t, int64_t ignore, T* __restrict__ loss,
-                      T* __restrict__ lse) {
+                      T* __restrict__ stats) {
   __shared__ T smem[kThreads / kWarp];
   const int lane = threadIdx.x % kThreads;
   const int64_t group = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kThreads;
@@ -110,7 +111,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     if (lane == 0) {
       const T ls = log(s);
       const int64_t ti = t[i];
-      lse[i] = m + ls;
+      stats[2 * i] = m;
+      stats[2 * i + 1] = ls;
       loss[i] = ti == ignore ? T(0) : (m - xi[ti]) + ls;  // exact near the max, as on the CPU
     }
   }
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 template <class T, class Idx>
 __global__ void ce_backward_kernel(Idx total, Idx c, const T* __restrict__ x,
                                    const int64_t* __restrict__ t, int64_t ignore,
-                                   const T* __restrict__ lse, const T* __restrict__ gl,
+                                   const T* __restrict__ stats, const T* __restrict__ gl,
                                    T* __restrict__ gx) {
   const Idx stride = Idx(gridDim.x) * blockDim.x;
   for (Idx e = Idx(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
@@ -131,7 +133,7 @@ __global__ void ce_backward_kernel(Idx total, Idx c, const T* __restrict__ x,
     T out = 0;
     if (ti != ignore) {
       const T g = gl[i];
-      out = exp(x[e] - lse[i]) * g;
+      out = exp((x[e] - stats[2 * i]) - stats[2 * i + 1]) * g;  // exact x - max, as forward
       if (j == ti) out -= g;
     }
     gx[e] = out;
@@ -173,7 +175,7 @@ void float_types(DType dt, const char* op, F&& f) {
 
 int64_t cross_entropy_forward(DType dt, int64_t n, int64_t c, const void* logits,
                               const int64_t* targets, int64_t ignore_index, void* loss,
-                              void* lse, cudaStream_t stream) {
+                              void* stats, cudaStream_t stream) {
   int64_t bad = -1;
   float_types(dt, "cross_entropy_forward", [&]<class T>() {
     if (n <= 0) return;
@@ -181,7 +183,7 @@ int64_t cross_entropy_forward(DType dt, int64_t n, int64_t c, const void* logits
     if (bad >= 0) return;
     const T* x = static_cast<const T*>(logits);
     T* l = static_cast<T*>(loss);
-    T* s = static_cast<T*>(lse);
+    T* s = static_cast<T*>(stats);
     if (c <= kWarpRowMax) {
       ce_forward_kernel<T, kWarp><<<grid_for(n, kBlockThreads / kWarp), kBlockThreads, 0,
                                     stream>>>(n, c, x, targets, ignore_index, l, s);
@@ -195,12 +197,12 @@ int64_t cross_entropy_forward(DType dt, int64_t n, int64_t c, const void* logits
 }
 
 void cross_entropy_backward(DType dt, int64_t n, int64_t c, const void* logits,
-                            const int64_t* targets, int64_t ignore_index, const void* lse,
+                            const int64_t* targets, int64_t ignore_index, const void* stats,
                             const void* grad_loss, void* grad_logits, cudaStream_t stream) {
   float_types(dt, "cross_entropy_backward", [&]<class T>() {
     const int64_t total = n * c;
     const T* x = static_cast<const T*>(logits);
-    const T* s = static_cast<const T*>(lse);
+    const T* s = static_cast<const T*>(stats);
     const T* g = static_cast<const T*>(grad_loss);
     T* gx = static_cast<T*>(grad_logits);
     if (total < (int64_t(1) << 31))
