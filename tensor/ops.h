@@ -138,6 +138,17 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
 // [num_embeddings, embedding_dim] picked by indices of any shape (in [0,
 // num_embeddings)); the result is indices.shape + [embedding_dim].
 Tensor embedding(const Tensor& weight, const Tensor& indices);
+// PyTorch's advanced indexing (tensor/index.cpp), what t[i0, i1, ...] does with index
+// tensors: indices[d] applies to dim d of t, an undefined Tensor keeps that dim whole
+// (":"). An int64 or int32 index picks positions along its dim (negative ones count
+// from the end); a bool (or uint8) mask covers as many dims as it has and picks the
+// positions where it is true. The index tensors broadcast to one shape B; adjacent
+// indexed dims are replaced by B where they stand, separated ones by B at the front.
+// index returns a copy (differentiable, through take); index_put_ writes values,
+// broadcast to index's result shape, to those positions of t and returns t; where
+// an index names a position twice, the last value wins.
+Tensor index(const Tensor& t, const std::vector<Tensor>& indices);
+Tensor& index_put_(Tensor& t, const std::vector<Tensor>& indices, const Tensor& values);
 // The gradient of take: zeros of input_shape, then grad's slices added at the
 // positions index (int64, flat, in [0, input_shape[dim]) as take saved them) names,
 // in order (torch.index_add into zeros). Entries outside that range are skipped.

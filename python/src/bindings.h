@@ -42,6 +42,12 @@ DType to_dtype(py::handle obj);
 // A Device, a string ("cuda:0") or an int (a CUDA index, as PyTorch).
 Device to_device(py::handle obj);
 
+// ember.tensor(data): a list (nested), NumPy array, scalar or tensor as a new tensor.
+Tensor data_to_tensor(py::handle data);
+// t[idx] and t[idx] = value (indexing.cpp).
+Tensor get_item(const Tensor& t, py::handle idx);
+void set_item(Tensor& t, py::handle idx, py::handle value);
+
 // Runs fn with the GIL released: kernels and backward let other Python threads run.
 template <class F>
 auto nogil(F&& fn) {

@@ -129,6 +129,8 @@ Tensor tensor_from_data(py::handle data, py::object dtype, py::object device, bo
 
 }  // namespace
 
+Tensor data_to_tensor(py::handle data) { return tensor_from_data(data, py::none(), py::none(), false); }
+
 void init_factories(py::module_& m) {
   const auto kw = [](const char* n) { return py::arg(n); };
 #define EMBER_SHAPED(py_name, call)                                                                  \

@@ -70,44 +70,6 @@ py::object tolist(const Tensor& t) {
   throw DTypeError("tolist: unexpected dtype");
 }
 
-std::optional<int64_t> opt_int(py::handle h) {
-  if (h.is_none()) return std::nullopt;
-  return h.cast<int64_t>();
-}
-
-// t[index]: ints select, slices slice, None inserts a dim, ... stands for the
-// dims not named; all of them views, as in PyTorch's basic indexing.
-Tensor index(const Tensor& t, py::handle idx) {
-  py::tuple items = py::isinstance<py::tuple>(idx) ? py::reinterpret_borrow<py::tuple>(idx) : py::make_tuple(idx);
-  int64_t named = 0;
-  for (py::handle it : items)
-    if (!it.is_none() && !it.is(py::ellipsis())) ++named;
-  Tensor r = t;
-  int64_t dim = 0, consumed = 0;
-  for (py::handle it : items) {
-    if (it.is_none()) {
-      r = r.unsqueeze(dim++);
-    } else if (it.is(py::ellipsis())) {
-      // The dims of r from `dim` on are the original ones not yet indexed; the
-      // ints and slices still to come take the last of them.
-      dim += (r.dim() - dim) - (named - consumed);
-    } else if (PyLong_Check(it.ptr()) && !PyBool_Check(it.ptr())) {
-      r = r.select(dim, it.cast<int64_t>());
-      ++consumed;
-    } else if (PySlice_Check(it.ptr())) {
-      const py::object step = it.attr("step");
-      r = r.slice(dim, opt_int(it.attr("start")), opt_int(it.attr("stop")), step.is_none() ? 1 : step.cast<int64_t>());
-      ++dim;
-      ++consumed;
-    } else {
-      throw py::type_error("ember indexes with ints, slices, None and ...; indexing with " +
-                           std::string(py::str(py::type::of(it).attr("__name__"))) +
-                           " is not supported (Ember has no gather op yet)");
-    }
-  }
-  return r;
-}
-
 Tensor to_with_args(const Tensor& t, const py::args& args, const py::kwargs& kwargs) {
   std::optional<Device> device;
   std::optional<DType> dtype;
@@ -223,17 +185,8 @@ void init_tensor(py::module_& m) {
         py::array a = to_numpy(t);
         return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
       }, py::arg("dtype") = py::none())
-      .def("__getitem__", &index)
-      .def("__setitem__", [](Tensor& t, py::handle idx, py::handle value) {
-        Tensor v = index(t, idx);
-        if (is_scalar(value)) {
-          const Scalar s = to_scalar(value);
-          nogil([&] { v.fill_(s); return 0; });
-        } else {
-          const Tensor& src = value.cast<const Tensor&>();
-          nogil([&] { v.copy_(src); return 0; });
-        }
-      })
+      .def("__getitem__", &get_item)
+      .def("__setitem__", &set_item)
       // ---- autograd ----
       .def_property("requires_grad", &Tensor::requires_grad,
                     [](Tensor& t, bool r) { t.requires_grad_(r); })
