@@ -6,6 +6,7 @@
 // dim; writing gathers, for every position of the merged dim, the value that the
 // last index entry naming it brings (or keeps the old one) and copies the block
 // back through the view, so duplicates resolve deterministically: the last wins.
+// A scalar written through one mask (x[x < 0] = 0) is a single where instead.
 #include "tensor/checks.h"
 #include "tensor/graph.h"
 #include "tensor/ops.h"
@@ -124,6 +125,35 @@ Shape merged_shape(const Tensor& permuted, const Plan& p) {
   return s;
 }
 
+// t[mask] = scalar, the common form (x[x < 0] = 0), with dims left whole around the
+// one mask: a single where over t, no positions, no host read (on CUDA, no wait).
+// Returns false for any other form, and for a mask that does not fit (the general
+// path raises the error).
+bool put_scalar_through_mask(Tensor& t, const std::vector<Tensor>& indices, const Tensor& values) {
+  if (values.numel() != 1) return false;
+  int64_t lead = 0, defined = 0;
+  const Tensor* mask = nullptr;
+  for (const Tensor& ix : indices) {
+    if (ix.defined()) {
+      mask = &ix;
+      ++defined;
+    } else if (!mask) {
+      ++lead;
+    }
+  }
+  if (defined != 1 || (mask->dtype() != kBool && mask->dtype() != kUInt8) || mask->dim() == 0 ||
+      lead + mask->dim() > t.dim())
+    return false;
+  for (int64_t j = 0; j < mask->dim(); ++j)
+    if (mask->size(j) != t.size(lead + j)) return false;
+  Shape spread(static_cast<size_t>(lead), 1);
+  spread.insert(spread.end(), mask->shape().begin(), mask->shape().end());
+  spread.resize(static_cast<size_t>(t.dim()), 1);
+  const Tensor m = (mask->dtype() == kBool ? *mask : ne(*mask, 0)).to(t.device()).reshape(spread);
+  t.copy_(where(m, values.to(t.device(), t.dtype()).reshape({}), t));
+  return true;
+}
+
 }  // namespace
 
 Tensor index(const Tensor& t, const std::vector<Tensor>& indices) {
@@ -134,6 +164,7 @@ Tensor index(const Tensor& t, const std::vector<Tensor>& indices) {
 }
 
 Tensor& index_put_(Tensor& t, const std::vector<Tensor>& indices, const Tensor& values) {
+  if (put_scalar_through_mask(t, indices, values)) return t;
   const Plan p = plan_of("index_put_", t, indices);
   Tensor permuted = t.permute(p.perm);  // a view: the copy below writes t
   const Shape merged = merged_shape(permuted, p);
