@@ -72,6 +72,8 @@ Plan plan_of(const char* op, const Tensor& t, const std::vector<Tensor>& indices
       throw IndexError("tensors used as indices must be long, int, byte or bool tensors");
     }
   }
+  if (static_cast<int64_t>(per_dim.size()) > t.dim())  // whole dims past the last one
+    throw IndexError(msg("too many indices for tensor of dimension ", t.dim()));
   Plan p;
   std::vector<Tensor> idx;
   for (int64_t d = 0; d < static_cast<int64_t>(per_dim.size()); ++d)
@@ -142,7 +144,7 @@ bool put_scalar_through_mask(Tensor& t, const std::vector<Tensor>& indices, cons
     }
   }
   if (defined != 1 || (mask->dtype() != kBool && mask->dtype() != kUInt8) || mask->dim() == 0 ||
-      lead + mask->dim() > t.dim())
+      static_cast<int64_t>(indices.size()) - 1 + mask->dim() > t.dim())
     return false;
   for (int64_t j = 0; j < mask->dim(); ++j)
     if (mask->size(j) != t.size(lead + j)) return false;
@@ -160,13 +162,20 @@ Tensor index(const Tensor& t, const std::vector<Tensor>& indices) {
   const Plan p = plan_of("index", t, indices);
   const Tensor permuted = t.permute(p.perm);
   const Tensor merged = permuted.reshape(merged_shape(permuted, p));
-  return take(merged, p.at, tensor(p.flat, p.broadcast).to(t.device()));
+  const int64_t count = static_cast<int64_t>(p.flat.size());
+  return take(merged, p.at, tensor(p.flat, {count}).reshape(p.broadcast).to(t.device()));
 }
 
 Tensor& index_put_(Tensor& t, const std::vector<Tensor>& indices, const Tensor& values) {
+  // An expanded tensor (a stride of 0 over a dim of 2 or more) would take several
+  // values into one element; whichever was written last would silently win.
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) == 0 && t.size(d) > 1)
+      throw ValueError("unsupported operation: more than one element of the written-to tensor refers to a single "
+                       "memory location. Please clone() the tensor before performing the operation.");
   if (put_scalar_through_mask(t, indices, values)) return t;
   const Plan p = plan_of("index_put_", t, indices);
-  Tensor permuted = t.permute(p.perm);  // a view: the copy below writes t
+  const Tensor permuted = t.permute(p.perm);
   const Shape merged = merged_shape(permuted, p);
   // The indexing result's shape, which values must broadcast to.
   const int64_t m = static_cast<int64_t>(p.dims.size());
@@ -195,7 +204,11 @@ Tensor& index_put_(Tensor& t, const std::vector<Tensor>& indices, const Tensor& 
   flat_result.insert(flat_result.end(), result.begin() + p.at + static_cast<int64_t>(p.broadcast.size()), result.end());
   const Tensor v = values.to(t.device(), t.dtype()).expand(result).reshape(flat_result);
   Tensor gathered = p.flat.empty() ? permuted.reshape(merged) : take(v, p.at, tensor(from, {p.extent}).to(t.device()));
-  permuted.copy_(where(hit, gathered, permuted.reshape(merged)).reshape(permuted.shape()));
+  // Written into t itself (not through a permuted view): autograd treats it as any
+  // in-place copy_ into t.
+  Shape inverse(p.perm.size());
+  for (size_t i = 0; i < p.perm.size(); ++i) inverse[size_t(p.perm[i])] = static_cast<int64_t>(i);
+  t.copy_(where(hit, gathered, permuted.reshape(merged)).reshape(permuted.shape()).permute(inverse));
   return t;
 }
 

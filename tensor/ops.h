@@ -146,7 +146,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 // indexed dims are replaced by B where they stand, separated ones by B at the front.
 // index returns a copy (differentiable, through take); index_put_ writes values,
 // broadcast to index's result shape, to those positions of t and returns t; where
-// an index names a position twice, the last value wins.
+// an index names a position twice, the last value wins. index_put_ rebuilds the
+// indexed block (its cost is t's size) and refuses an expanded t (ValueError).
 Tensor index(const Tensor& t, const std::vector<Tensor>& indices);
 Tensor& index_put_(Tensor& t, const std::vector<Tensor>& indices, const Tensor& values);
 // The gradient of take: zeros of input_shape, then grad's slices added at the

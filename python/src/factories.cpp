@@ -37,6 +37,9 @@ DType dtype_of_numpy(const py::dtype& dt) {
 
 // A tensor viewing the array's memory; the array stays alive until the storage goes.
 Tensor from_numpy(py::array arr) {
+  if (!arr.dtype().attr("isnative").cast<bool>())
+    throw py::value_error("given numpy array has byte order different from the native byte order. Conversion "
+                          "between byte orders is currently not supported.");
   const DType dt = dtype_of_numpy(arr.dtype());
   Shape shape, strides;
   const auto item = arr.itemsize();
@@ -82,6 +85,10 @@ void gather(py::handle obj, size_t depth, Gathered& g) {
     g.ints.push_back(s.to_int());
     return;
   }
+  // A string is a sequence of strings (of itself, at length 1): not data.
+  if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj) || !PySequence_Check(obj.ptr()))
+    throw py::type_error("ember.tensor: invalid data type '" +
+                         std::string(py::str(py::type::of(obj).attr("__name__"))) + "'");
   const py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
   const auto n = static_cast<int64_t>(py::len(seq));
   if (!g.any && g.shape.size() == depth) g.shape.push_back(n);
@@ -102,7 +109,9 @@ Tensor tensor_from_data(py::handle data, py::object dtype, py::object device, bo
       t = t.to(o.device, o.dtype);
     }
   } else if (py::isinstance<py::array>(data)) {
-    t = from_numpy(py::array::ensure(data)).clone();
+    py::array a = py::array::ensure(data);
+    if (!a.dtype().attr("isnative").cast<bool>()) a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
+    t = from_numpy(a).clone();
     if (!dtype.is_none() || !device.is_none()) {
       const TensorOptions o = options(dtype, device, t.dtype());
       t = t.to(o.device, o.dtype);

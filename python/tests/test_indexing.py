@@ -129,3 +129,73 @@ def test_indexing_errors():
     with pytest.raises(TypeError, match="indexing with str is not supported"):
         t["a"]
     assert t.abs().sum().item() == 0.0  # nothing was written
+
+
+def test_zero_dim_integer_indices_are_ints():
+    t = ember.tensor(A)
+    # A 0-dim integer tensor or array selects (a view), before the index tensors.
+    assert t[ember.tensor(1)].shape == (3, 4, 5)
+    assert t[np.array(1), np.array(2), np.array(3)].shape == (5,)
+    assert t[ember.tensor(0), :, :, [1, 2]].shape == (3, 4, 2)
+    t[ember.tensor(1)].add_(1000)
+    assert t[1, 0, 0, 0].item() == A[1, 0, 0, 0] + 1000
+    # Integer arrays of any width are positions.
+    for dt in (np.int8, np.int16, np.uint16, np.uint32, np.int32):
+        assert np.array_equal(t[np.array([1, 0], dt)].numpy(), t.numpy()[[1, 0]])
+
+
+def test_true_false_and_lists_read_as_tuples():
+    t = ember.tensor(A)
+    assert t[True].shape == (1, 2, 3, 4, 5)
+    assert t[False].shape == (0, 2, 3, 4, 5)
+    assert t[:, True, 0].shape == (2, 1, 4, 5)
+    # PyTorch 1.13 reads a short list holding a sequence or slice as a tuple.
+    assert np.array_equal(t[[[0, 1], [1, 2]]].numpy(), A[[0, 1], [1, 2]])
+    assert np.array_equal(t[[0, slice(None), 1]].numpy(), A[0, :, 1])
+    s = ember.zeros(3)
+    s[True] = 2
+    assert s.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_value_leading_ones_are_dropped():
+    t = ember.zeros(3)
+    t[[0, 1]] = ember.ones(1, 2)
+    t[2] = ember.full((1, 1), 5.0)
+    assert t.tolist() == [1.0, 1.0, 5.0]
+
+
+def test_assignment_through_an_index_keeps_autograd():
+    x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 2
+    y[:, [1]] = 5
+    (y * y).sum().backward()
+    assert x.grad.tolist() == [[8.0, 0.0], [24.0, 0.0]]  # d(4 x^2)/dx where kept, 0 where written
+    v = ember.tensor([7.0, 8.0], requires_grad=True)
+    t = ember.zeros(3)
+    t[[2, 0]] = v
+    (t * ember.tensor([1.0, 10.0, 100.0])).sum().backward()
+    assert v.grad.tolist() == [100.0, 1.0]
+
+
+def test_bad_values_and_indices_raise_typed_errors():
+    t = ember.zeros(3, 4)
+    for bad in (lambda: t.__setitem__(0, "x"), lambda: t.__setitem__([0], "ab"), lambda: t[["a"]],
+                lambda: ember.tensor("x"), lambda: t.__setitem__([0], 1 + 2j)):
+        with pytest.raises(TypeError, match=r"^ember.tensor: invalid data type '(str|complex)'$"):
+            bad()
+    with pytest.raises(ember.IndexError, match=r"^an index can only have a single ellipsis \('...'\)$"):
+        t[..., 0, ...]
+    e = ember.zeros(1, 4).expand(3, 4)
+    with pytest.raises(ember.ValueError, match=r"^unsupported operation: more than one element of the written-to"):
+        e[[0]] = 1
+    assert t.abs().sum().item() == 0.0
+
+
+def test_big_endian_arrays():
+    t = ember.zeros(3)
+    t[[0]] = np.array([1.5], ">f4")
+    assert t.tolist() == [1.5, 0.0, 0.0]
+    assert ember.tensor(np.array([1, 2], ">i8")).tolist() == [1, 2]
+    assert ember.tensor(A)[np.array([1], ">i8")].shape == (1, 3, 4, 5)
+    with pytest.raises(ValueError, match="byte order different from the native byte order"):
+        ember.from_numpy(np.array([1.0], ">f4"))

@@ -137,6 +137,8 @@ const std::vector<Case> kCases = {
     {{3, 4, 2}, Layout::contiguous, {mask({0, 0, 0}, {3})}},                        // nothing picked
     {{3, 4, 2}, Layout::contiguous, {at({}, {0}), whole(), at({1}, {1})}},          // an empty index
     {{2, 3, 4, 5}, Layout::contiguous, {whole(), at({2, 0}, {2}), whole(), at({1, 1, 3}, {3, 1})}},
+    {{3, 4, 5}, Layout::contiguous, {whole(), at({-1}, {})}},                       // 0-dim: the dim goes
+    {{3, 4, 5}, Layout::sliced, {at({2}, {}), at({1}, {})}},
 };
 
 }  // namespace
@@ -222,6 +224,13 @@ TEST_CASE("index and index_put_ raise the documented errors", "[ops][index][erro
                        Catch::Message("too many indices for tensor of dimension 2"));
   CHECK_THROWS_MATCHES(index(x, {Tensor(), ones({3, 4}, kBool)}), IndexError,
                        Catch::Message("too many indices for tensor of dimension 2"));
+  CHECK_THROWS_MATCHES(index(x, {ints({0}), Tensor(), Tensor()}), IndexError,
+                       Catch::Message("too many indices for tensor of dimension 2"));
+  Tensor expanded = zeros({1, 4}).expand({3, 4});
+  CHECK_THROWS_MATCHES(index_put_(expanded, {ints({0})}, ones({})), ValueError,
+                       Catch::Message("unsupported operation: more than one element of the written-to tensor refers "
+                                      "to a single memory location. Please clone() the tensor before performing the "
+                                      "operation."));
   CHECK_THROWS_MATCHES(index(x, {ones({2}, kBool)}), IndexError,
                        Catch::Message("The shape of the mask [2] at index 0 does not match the shape of the "
                                       "indexed tensor [3, 4] at index 0"));
