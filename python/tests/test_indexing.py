@@ -1,6 +1,10 @@
 # Indexing with tensors, lists and NumPy arrays (t[idx], t[idx] = v) against NumPy's
 # advanced indexing, which PyTorch's follows wherever no int stands between index
-# tensors; PyTorch's own order for that case (ints first) is spelled out by hand.
+# tensors, and against PyTorch 1.13's own results where the two differ
+# (data/indexing_torch.json, written by make_indexing_reference.py).
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -199,3 +203,42 @@ def test_big_endian_arrays():
     assert ember.tensor(A)[np.array([1], ">i8")].shape == (1, 3, 4, 5)
     with pytest.raises(ValueError, match="byte order different from the native byte order"):
         ember.from_numpy(np.array([1.0], ">f4"))
+
+
+def decode(x):
+    if isinstance(x, int):
+        return x
+    if isinstance(x, list):
+        return [decode(v) for v in x]
+    if "bool" in x:
+        return x["bool"]
+    if "none" in x:
+        return None
+    if "ellipsis" in x:
+        return Ellipsis
+    if "slice" in x:
+        return slice(*x["slice"])
+    if "tensor0" in x:
+        return ember.tensor(x["tensor0"])
+    if "array" in x:
+        return ember.tensor(np.array(x["array"], dtype=x["dtype"]))
+    return decode(x["list"])
+
+
+def torch_cases():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "indexing_torch.json")
+    with open(path) as f:
+        return json.load(f)["cases"]
+
+
+@pytest.mark.parametrize("case", torch_cases(), ids=lambda c: json.dumps(c["index"])[:40])
+def test_getitem_and_setitem_match_pytorch(case):
+    # PyTorch 1.13's results, made by make_indexing_reference.py.
+    idx = case["index"]
+    idx = [decode(v) for v in idx["list_index"]] if isinstance(idx, dict) else tuple(decode(v) for v in idx)
+    t = ember.arange(120, dtype=ember.float32).reshape(2, 3, 4, 5)
+    got = t[idx]
+    assert list(got.shape) == case["shape"]
+    assert got.numpy().flatten().tolist() == case["values"]
+    t[idx] = ember.arange(got.numel(), dtype=ember.float32).reshape(*got.shape) + 1000
+    assert t.numpy().flatten().tolist() == case["after_set"]
