@@ -123,7 +123,11 @@ struct RowTables {
 // vpermt2ps then, see below), rows of 10 on one thread took 2.8 against 3.4-3.6 ns a
 // row in L1, level with a copy compiled for n = 10 alone; 65536 rows from L3, with
 // the prefetch below, 195-199 against 217-220 us.
-int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, bool log) {
+// kLog: log_softmax; a template, so each of the two block loops is compiled on its own
+// (with log a run-time flag, softmax's blocks ran 2-3% slower once log_softmax's
+// took the zero route too).
+template <bool kLog>
+int64_t rows16(const float* x, float* y, int64_t rows, int n) {
   thread_local RowTables tables;
   if (tables.n != n) tables.build(n);
   // Local copies: the loop's stores (may-alias vectors) could otherwise reach the
@@ -143,15 +147,18 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
   // leave the normal range (e^-64 = 1.6e-28), so its relative error, and each
   // probability's, is that of the shifted route; the range check (n compares on
   // whole vectors) costs half of the max tree it replaces, and the exp loop skips a
-  // permute and a subtraction per vector. Softmax only: log_softmax needs each row's
-  // max for (x - max) - log sum, whose x - max is exact near the max (x - log sum
-  // would round log sum, up to 67 here, and could give the max a log-probability
-  // above 0).
+  // permute and a subtraction per vector. log_softmax on this route forms
+  // (x - hi) - lo from the log sum's two parts (log16_parts): hi, a multiple of ln 2's
+  // high part, is exact, and x - hi is exact near the max (Sterbenz), so only lo's
+  // rounding (|lo| < 0.5) reaches the output, where one float log sum (up to 67)
+  // would carry 4e-6; outputs are then clamped to 0 from above, as the max route's
+  // (x - max) - log sum never exceeds it.
   const __m512 range = _mm512_set1_ps(64.0f);
   const auto block_shift = [&](int64_t b, bool* zero) {
     const float* xb = x + b * 16 * n;
-    __mmask16 inside = log ? 0 : 0xffff;
-    for (int v = 0; v < n && !log; ++v)
+    // (Rows of 1 keep the max for log_softmax, whose outputs are then exactly 0.)
+    __mmask16 inside = kLog && n == 1 ? 0 : 0xffff;
+    for (int v = 0; v < n; ++v)
       inside &= _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * v)), range, _CMP_LE_OQ);
     *zero = inside == 0xffff;
     if (*zero) return _mm512_setzero_ps();
@@ -160,18 +167,21 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
     const __m512 m = tree16<true>(rv);
     return _mm512_mask_mov_ps(m, _mm512_cmpeq_ps_mask(m, neg_inf), _mm512_setzero_ps());
   };
-  // Block b's outputs: e * (1 / sum), or (x - shift) - log sum for log_softmax (x -
-  // shift is exact near the max; see scale_shift in softmax_row_impl.h); f holds the
-  // per-row factor or log sum, and sh the shift, in tree16's lane order.
+  // Block b's outputs: e * (1 / sum), or (x - sh) - f for log_softmax, sh the shift
+  // and f the log sum, or hi and lo of the log sum on the zero route (x - sh is
+  // exact near the max; see scale_shift in softmax_row_impl.h); f holds the per-row
+  // factor or log sum, and sh the shift, in tree16's lane order.
   const auto store = [&](int64_t b, const float* e, __m512 f, __m512 sh) {
-    const float* xb = x + b * 16 * n;
+    [[maybe_unused]] const float* xb = x + b * 16 * n;
     float* yb = y + b * 16 * n;
     const auto one = [&](int v) {
       const __m512i lanes = _mm512_load_si512(owner[v]);
       const __m512 fv = _mm512_permutexvar_ps(lanes, f);
       __m512 o;
-      if (!log) o = _mm512_mul_ps(_mm512_load_ps(e + 16 * v), fv);
-      else o = _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), _mm512_permutexvar_ps(lanes, sh)), fv);
+      if constexpr (!kLog) o = _mm512_mul_ps(_mm512_load_ps(e + 16 * v), fv);
+      else  // min(0, o): o where o <= 0 or NaN (vminps returns its second operand then)
+        o = _mm512_min_ps(_mm512_setzero_ps(),
+                          _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(xb + 16 * v), _mm512_permutexvar_ps(lanes, sh)), fv));
       _mm512_storeu_ps(yb + 16 * v, o);
     };
     int v = 0;
@@ -233,10 +243,14 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
     __m512 rv[16];
     for (int r = 0; r < 16; ++r) rv[r] = _mm512_maskz_loadu_ps(k, e + r * n);
     const __m512 s = tree16<false>(rv);
-    if (log) {
-      // The block's 16 logs in one vector (log16, within 2 ulp), where 16 library
-      // calls took over half of a log_softmax of rows of 10.
-      pending = log16(s);
+    if (kLog && zero) {
+      // The block's 16 logs in one vector, where 16 library calls took over half of a
+      // log_softmax of rows of 10; on the zero route in two parts (see block_shift).
+      const Log16Parts ls = log16_parts(s);
+      pending = ls.lo;
+      pending_shift = ls.hi;
+    } else if (kLog) {
+      pending = log16(s);  // within 2 ulp of log sum, which lies in [0, log 16]
       pending_shift = m;
     } else {
       pending = _mm512_div_ps(_mm512_set1_ps(1.0f), s);
@@ -244,6 +258,10 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
   }
   if (blocks > 0) store(blocks - 1, ebuf[(blocks - 1) % 2], pending, pending_shift);
   return blocks * 16;
+}
+
+int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, bool log) {
+  return log ? rows16<true>(x, y, rows, n) : rows16<false>(x, y, rows, n);
 }
 
 // Rows of n <= 16 values (a batch of logits): blocks of 16 rows above, the rest one

@@ -226,11 +226,11 @@ TEST_CASE("cpu::log_softmax keeps its precision for logits near 1e6", "[kernels]
 }
 
 TEST_CASE("cpu::log_softmax of short rows keeps float32 precision near the max", "[kernels][softmax]") {
-  // Rows of 10 (blocks of 16 rows whose logits all lie in [-64, 64]) and of 100, with
-  // two close logits from 40 to 64 (t and t - 0.1) and the others 0. (x - max) - log
-  // sum keeps each output within a few ulp; x - log sum, as the unshifted blocks once
-  // formed log_softmax, rounded log sum (about t) to half a spacing of 64, 2e-6, tens
-  // of ulp of the outputs near -0.7.
+  // Rows of 10 (blocks of 16 rows whose logits all lie in [-64, 64]: the zero route,
+  // (x - hi) - lo on AVX-512) and of 100 ((x - max) - log sum), with two close logits
+  // from 40 to 64 (t and t - 0.1) and the others 0: each output within a few ulp.
+  // x - log sum, as the unshifted blocks once formed log_softmax, rounded log sum
+  // (about t) to half a spacing of 64, 2e-6, tens of ulp of the outputs near -0.7.
   std::vector<double> v(64 * 100);
   each_level([&](int) {
     for (int64_t n : {int64_t{10}, int64_t{100}}) {
@@ -251,6 +251,39 @@ TEST_CASE("cpu::log_softmax of short rows keeps float32 precision near the max",
       INFO("rows of " << n << ": " << bad << " outputs off by more than 5e-7 relative, " << above << " above 0");
       CHECK(bad == 0);
       CHECK(above == 0);
+    }
+  });
+}
+
+TEST_CASE("cpu::log_softmax of short rows within [-64, 64] keeps its log sum's precision", "[kernels][softmax]") {
+  // Blocks of 16 rows whose logits all lie in [-64, 64] skip the max on AVX-512 and
+  // form (x - hi) - lo from the log sum's two parts; one float log sum (up to 67)
+  // would put outputs near the max 2e-6 off. Rows of random logits, and rows where
+  // one logit dominates (its log-probability about -e^-40 or less: a hair below 0,
+  // which no output may exceed).
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<double> u(-64, 64);
+  each_level([&](int) {
+    for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{10}, int64_t{16}}) {
+      const int64_t rows = 256;
+      std::vector<double> v(static_cast<size_t>(rows * n));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j)
+          v[size_t(r * n + j)] = static_cast<double>(static_cast<float>(
+              r % 2 ? u(rng) : (j == r % n ? 20.0 + 44.0 * (u(rng) + 64) / 128 : u(rng) / 3 - 42)));
+      std::vector<float> x(v.begin(), v.end()), y(x.size());
+      cpu::softmax(DType::Float32, rows, n, 1, x.data(), y.data(), true);
+      const std::vector<double> want = reference(v, {rows, n, 1}, true);
+      int64_t bad = 0, above = 0;
+      for (size_t i = 0; i < y.size(); ++i) {
+        bad += !(std::fabs(y[i] - want[i]) <= 3e-7 + 2.5e-7 * std::fabs(want[i]));  // 2 ulp + 3e-7
+        above += y[i] > 0;
+      }
+      INFO("rows of " << n << ": " << bad << " outputs off by more than 3e-7 + 2.5e-7 relative, " << above
+                      << " above 0");
+      CHECK(bad == 0);
+      CHECK(above == 0);
+      if (n == 1) CHECK(std::all_of(y.begin(), y.end(), [](float o) { return o == 0.0f; }));  // log 1, exactly
     }
   });
 }
