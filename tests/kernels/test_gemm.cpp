@@ -44,16 +44,11 @@ void check(int64_t m, int64_t n, int64_t k, T alpha, Mat<T>& a, Mat<T>& b, T bet
   std::vector<char> inside(c.buf.size(), 0);
   int64_t bad = 0;
   double worst = 0;
+  const gemm_test::RefSums ref = gemm_test::reference_sums(a, b, m, n, k);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double sum = 0, mag = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const double t = double(a.at(i, p)) * double(b.at(p, j));
-        sum += t;
-        mag += std::fabs(t);
-      }
-      double want = double(alpha) * sum;
-      mag = std::fabs(double(alpha)) * mag;
+      double want = double(alpha) * ref.at_sum(i, j);
+      double mag = std::fabs(double(alpha)) * ref.at_mag(i, j);
       if (beta != T(0)) {
         const double c0 = double(c_before.buf[size_t(i * c.rs + j * c.cs)]);
         want += double(beta) * c0;

@@ -38,16 +38,11 @@ void check(int64_t m, int64_t n, int64_t k, float alpha, Mat<BFloat16>& a, Mat<B
            float beta, const Mat<float>& c_before, Mat<float>& c) {
   std::vector<char> inside(c.buf.size(), 0);
   int64_t bad = 0;
+  const gemm_test::RefSums ref = gemm_test::reference_sums(a, b, m, n, k);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      double sum = 0, mag = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const double t = double(float(a.at(i, p))) * double(float(b.at(p, j)));
-        sum += t;
-        mag += std::fabs(t);
-      }
-      double want = double(alpha) * sum;
-      mag *= std::fabs(double(alpha));
+      double want = double(alpha) * ref.at_sum(i, j);
+      double mag = std::fabs(double(alpha)) * ref.at_mag(i, j);
       if (beta != 0.f) {
         const double c0 = c_before.buf[size_t(i * c.rs + j * c.cs)];
         want += double(beta) * c0;
@@ -244,17 +239,13 @@ void run_rounded_case(int64_t batch, int64_t m, int64_t n, int64_t k, float alph
                                 bs[0].cs, {out.data(), out_bs, out_rs, bias ? bias_v.data() : nullptr, relu});
   int64_t bad = 0, outside = 0;
   std::vector<char> inside(out.size(), 0);
-  for (int64_t t = 0; t < batch; ++t)
+  for (int64_t t = 0; t < batch; ++t) {
+    const gemm_test::RefSums ref = gemm_test::reference_sums(as[size_t(t)], bs[size_t(t)], m, n, k);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        double sum = 0, mag = 0;
-        for (int64_t p = 0; p < k; ++p) {
-          const double x = double(float(as[size_t(t)].at(i, p))) * double(float(bs[size_t(t)].at(p, j)));
-          sum += x;
-          mag += std::fabs(x);
-        }
-        double want = double(alpha) * sum + (bias ? double(bias_v[size_t(j)]) : 0.0);
-        mag = std::fabs(double(alpha)) * mag + (bias ? std::fabs(double(bias_v[size_t(j)])) : 0.0);
+        double want = double(alpha) * ref.at_sum(i, j) + (bias ? double(bias_v[size_t(j)]) : 0.0);
+        const double mag =
+            std::fabs(double(alpha)) * ref.at_mag(i, j) + (bias ? std::fabs(double(bias_v[size_t(j)])) : 0.0);
         if (relu && want < 0) want = 0;
         const size_t at = size_t(t * out_bs + i * out_rs + j);
         inside[at] = 1;
@@ -265,6 +256,7 @@ void run_rounded_case(int64_t batch, int64_t m, int64_t n, int64_t k, float alph
           ++bad;
         }
       }
+  }
   for (size_t e = 0; e < out.size(); ++e)
     if (!inside[e] && out[e].bits != 0x7fa5) ++outside;
   CHECK(bad == 0);

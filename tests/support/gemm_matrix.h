@@ -4,8 +4,10 @@
 // reading outside the matrix produces a wrong answer rather than a lucky zero.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/base/parallel.h"
@@ -63,6 +65,52 @@ Mat<T> make(int64_t rows, int64_t cols, Layout l, std::mt19937& g) {
   std::uniform_real_distribution<double> d(-1.0, 1.0);
   for (T& v : x.buf) v = T(float(d(g)));
   return x;
+}
+
+// The float64 sums behind the GEMM tests' naive references: for every (i, j) of an
+// m x n product, the sum over p = 0..k-1 (in that order) of A(i,p) B(p,j), and the
+// sum of those terms' magnitudes (the scale of each element's rounding bound). A and
+// B are first copied into dense float64 arrays, A by rows and B by columns, so the
+// triple loop reads plain memory: read through Mat::at, the loop took 85% of the
+// sanitizer run's largest GEMM test (60 s of the AddressSanitizer tensor suite).
+struct RefSums {
+  int64_t n = 0;
+  std::vector<double> sum, mag;  // m x n, row-major
+  double at_sum(int64_t i, int64_t j) const { return sum[size_t(i * n + j)]; }
+  double at_mag(int64_t i, int64_t j) const { return mag[size_t(i * n + j)]; }
+};
+
+template <class T>
+double to_f64(T v) {
+  if constexpr (std::is_floating_point_v<T>) return double(v);
+  else return double(float(v));  // the half types widen through float, exactly
+}
+
+template <class T>
+RefSums reference_sums(Mat<T>& a, Mat<T>& b, int64_t m, int64_t n, int64_t k) {
+  std::vector<double> ad(size_t(m * k)), bt(size_t(n * k));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) ad[size_t(i * k + p)] = to_f64(a.at(i, p));
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) bt[size_t(j * k + p)] = to_f64(b.at(p, j));
+  RefSums r;
+  r.n = n;
+  r.sum.assign(size_t(m * n), 0.0);
+  r.mag.assign(size_t(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double* x = ad.data() + i * k;
+      const double* y = bt.data() + j * k;
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double t = x[p] * y[p];
+        sum += t;
+        mag += std::fabs(t);
+      }
+      r.sum[size_t(i * n + j)] = sum;
+      r.mag[size_t(i * n + j)] = mag;
+    }
+  return r;
 }
 
 // Sets the thread count for one test and restores it after. It also keeps gemm
