@@ -181,13 +181,13 @@ TEST_CASE("safetensors: PyTorch's state_dict of the seed network loads into nn::
     REQUIRE(p.to_vector<float>() == by_name[name].to_vector<float>());
   }
   // And back: Ember's state_dict saved and reloaded keeps names and values.
-  const std::string path = (std::filesystem::temp_directory_path() / "ember_seed_net_roundtrip.safetensors").string();
+  TempDir dir;  // a folder of this process's own: two runs of the suite at once share no file
+  const std::string path = dir / "seed_net_roundtrip.safetensors";
   save_safetensors(net.state_dict(), path);
   ember::nn::Network again;
   again.load_state_dict(load_safetensors(path));
   Tensor x = ember::rand({2, 1, 28, 28});
   REQUIRE((net(x) - again(x)).abs().max().item<float>() == 0.0f);
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("safetensors: every dtype, a 0-dim and an empty tensor written by PyTorch", "[safetensors]") {

@@ -1,7 +1,8 @@
-// Matrices and a thread guard for the GEMM tests (test_gemm.cpp, test_gemm_bf16.cpp): a logical
-// rows x cols matrix in a buffer laid out by one of the strides the kernels must
-// read, with every buffer element random, padding included, so that a kernel
-// reading outside the matrix produces a wrong answer rather than a lucky zero.
+// Matrices, their float64 reference sums and a thread guard for the GEMM tests
+// (test_gemm.cpp, test_gemm_bf16.cpp): a logical rows x cols matrix in a buffer laid
+// out by one of the strides the kernels must read, with every buffer element random,
+// padding included, so that a kernel reading outside the matrix produces a wrong
+// answer rather than a lucky zero.
 #pragma once
 
 #include <cmath>
