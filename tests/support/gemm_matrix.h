@@ -72,8 +72,8 @@ Mat<T> make(int64_t rows, int64_t cols, Layout l, std::mt19937& g) {
 // m x n product, the sum over p = 0..k-1 (in that order) of A(i,p) B(p,j), and the
 // sum of those terms' magnitudes (the scale of each element's rounding bound). A and
 // B are first copied into dense float64 arrays, A by rows and B by columns, so the
-// triple loop reads plain memory: read through Mat::at, the loop took 85% of the
-// sanitizer run's largest GEMM test (60 s of the AddressSanitizer tensor suite).
+// triple loop reads plain memory: read through Mat::at, the loop took 64-85% of the
+// time of the sanitizer run's largest GEMM test (62 s of its tensor suite's 302).
 struct RefSums {
   int64_t n = 0;
   std::vector<double> sum, mag;  // m x n, row-major
