@@ -155,18 +155,41 @@ void softmax_strided(int64_t outer, int64_t dim, int64_t inner, const T* in, T* 
     // to stay in L2 ran at 0.25 of the copy floor, whole 256-wide rows (1 KiB runs;
     // the 1 MiB block stays in L3 between the passes) at 0.42.
     const int64_t w = std::min(inner, softmax_detail::kColsMax), stripes = (inner + w - 1) / w;
+    const int64_t full = inner / w;  // stripes of w columns per outer index (one more may be narrower)
     const bool stream = outer * dim * inner * int64_t(sizeof(float)) >= kStreamBytes;
-    parallel_rows(outer * stripes, outer * dim * inner >= kParallelGrain, [&](int64_t job) {
-      const int64_t o = job / stripes, c0 = (job % stripes) * w;
-      const int64_t off = o * dim * inner + c0;
-      const int64_t wj = std::min(w, inner - c0);
-      const int64_t floats = softmax_detail::cols_once_floats(dim, wj);
-      if (k.cols_once && floats <= kColsOnceFloats) {
-        thread_local Scratch scratch;
-        k.cols_once(in + off, out + off, dim, inner, wj, log, stream,
-                    static_cast<float*>(scratch.get(sizeof(float) * static_cast<size_t>(floats))));
-      } else {
-        k.cols_f32(in + off, out + off, dim, inner, wj, log);
+    const bool team = outer * dim * inner >= kParallelGrain;
+    const int64_t jobs = outer * stripes;  // job j: stripe j % stripes of outer index j / stripes
+    if (!k.cols_once || softmax_detail::cols_once_floats(dim, w) > kColsOnceFloats) {
+      parallel_rows(jobs, team, [&](int64_t job) {
+        const int64_t c0 = (job % stripes) * w, off = job / stripes * dim * inner + c0;
+        k.cols_f32(in + off, out + off, dim, inner, std::min(w, inner - c0), log);
+      });
+      return;
+    }
+    // cols_once writes a stripe's outputs while it reads the next one's, so each
+    // thread takes one run of jobs and passes them in as few calls as it can: all
+    // of them when a stripe is a whole outer index (stripes == 1), else an outer
+    // index's full-width stripes (w apart) in one call and its narrower last one in
+    // another.
+    const int64_t threads = team ? get_num_threads() : 1;
+    const int64_t per_thread = std::max<int64_t>(1, (jobs + threads - 1) / threads);
+    const size_t scratch_bytes = sizeof(float) * static_cast<size_t>(softmax_detail::cols_once_floats(dim, w));
+    parallel_rows((jobs + per_thread - 1) / per_thread, team, [&](int64_t t) {
+      thread_local Scratch scratch;
+      float* buf = static_cast<float*>(scratch.get(scratch_bytes));
+      const int64_t end = std::min(jobs, (t + 1) * per_thread);
+      for (int64_t job = t * per_thread; job < end;) {
+        const int64_t s = job % stripes, c0 = s * w, off = job / stripes * dim * inner + c0;
+        int64_t n = 1, stride = 0;
+        if (stripes == 1) {
+          n = end - job;
+          stride = dim * inner;
+        } else if (s < full) {
+          n = std::min(end - job, full - s);
+          stride = w;
+        }
+        k.cols_once(in + off, out + off, dim, inner, std::min(w, inner - c0), n, stride, log, stream, buf);
+        job += n;
       }
     });
     return;

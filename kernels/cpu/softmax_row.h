@@ -53,19 +53,23 @@ struct HalfRowOptions {
 using HalfRowFn = void (*)(const uint16_t* x, uint16_t* y, int64_t rows, int64_t n, bool log,
                            const HalfRowOptions& opt);
 
-// cols_f32 reading x from memory once and writing y once (`stream`: with streaming
-// stores, where the rows of y are 64-byte aligned), its exp values kept in
-// `scratch` meanwhile: cols_once_floats(dim, w) floats, 64-byte aligned. nullptr in a
-// table without it.
-using ColsOnceFn = void (*)(const float* x, float* y, int64_t dim, int64_t inner, int64_t w, bool log, bool stream,
-                            float* scratch);
+// cols_f32 over `blocks` stripes of w columns whose first values lie `stride`
+// floats apart (block b at x + b * stride and y + b * stride), reading x from memory
+// once and writing y once (`stream`: with streaming stores, where the rows of y are
+// 64-byte aligned), its exp values kept in `scratch` meanwhile: cols_once_floats(dim,
+// w) floats, 64-byte aligned, whatever the number of blocks. A block's outputs are
+// written while the next block is read, so a thread should pass all of its blocks
+// in one call. nullptr in a table without it.
+using ColsOnceFn = void (*)(const float* x, float* y, int64_t dim, int64_t inner, int64_t w, int64_t blocks,
+                            int64_t stride, bool log, bool stream, float* scratch);
 
 // Rows per chunk of cols_once's first pass (32 KiB of x, to stay in L1) and the
-// scratch it needs.
+// scratch it needs: its exp values, each chunk's shift, and 1 KiB in which to place
+// them relative to x (softmax_cols_once).
 inline int64_t cols_once_chunk(int64_t w) { return 8192 / (16 * ((w + 15) / 16)); }
 inline int64_t cols_once_floats(int64_t dim, int64_t w) {
   const int64_t row = 16 * ((w + 15) / 16), chunk = cols_once_chunk(w);
-  return dim * row + (dim + chunk - 1) / chunk * row;
+  return dim * row + (dim + chunk - 1) / chunk * row + 256;
 }
 
 struct SoftmaxRowKernels {

@@ -406,23 +406,69 @@ inline __m512 cols_shift_of(__m512 m) {
                             _mm512_setzero_ps());
 }
 
+// One stripe's geometry and output mode, the same for every block of a
+// softmax_cols_once call. `next` is the x of the block after the current one (or
+// nullptr), for the prefetches of its first chunk.
+struct ColsGeometry {
+  int64_t dim, inner, chunk;
+  int nv;            // vectors per row of the stripe
+  __mmask16 last;    // the lanes of its last vector
+  bool log, stream;  // stream: y's vectors are 64-byte aligned and outputs large
+};
+
+// The block before the current one, whose outputs the current block's first pass
+// writes (see softmax_cols_once): its x (read by log_softmax) and y, and per vector
+// of the stripe the factor for the current chunk (softmax) or the log sum
+// (log_softmax) in k, the shift in sh.
+struct ColsPrev {
+  const float* x = nullptr;
+  float* y = nullptr;
+  const __m512* k = nullptr;
+  const __m512* sh = nullptr;
+};
+
+// How the first pass writes the previous block's outputs: not at all (the first
+// block), whole vectors of a softmax streamed (the common case, without per-vector
+// tests), or any case (log_softmax, masked last vectors, plain stores).
+enum class PrevOut { kNone, kStreamed, kAny };
+
+// One value vector of an output: e * k (softmax) or (x - sh) - k (log_softmax; x -
+// sh is exact near the max, see scale_shift in softmax_row_impl.h), streamed where
+// `stream` and the vector is whole.
+inline void cols_put(float* y, const float* x, const float* e, __mmask16 mk, __m512 k, __m512 sh, bool log,
+                     bool stream) {
+  const __m512 o = log ? _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, x), sh), k)
+                       : _mm512_mul_ps(_mm512_load_ps(e), k);
+  if (stream && mk == 0xffff) _mm512_stream_ps(y, o);
+  else _mm512_mask_storeu_ps(y, mk, o);
+}
+
 // The first pass of softmax_cols_once over one chunk of rows [d0, d1) and G of the
 // stripe's vectors from v0: their max over the chunk, then exp(x - shift) stored in
 // e with the running sums. The running max and sum of each vector live in m and s
 // (16 floats per vector) between groups; within a group they stay in registers,
 // where a loop over all of a 256-wide stripe's 16 vectors kept them on the stack
 // (three arrays of 16 vectors): one thread repeating a [1, 1024, 256] softmax took
-// 15.6-17.2 cycles per 16 values that way, 14.1-15.8 this way.
-template <int G>
-void cols_once_group(const float* x, int64_t inner, int64_t dim, int64_t d0, int64_t d1, int64_t chunk, int v0,
-                     int nv, __mmask16 last, float* m, float* s, float* shift, float* e, bool log) {
+// 15.6-17.2 cycles per 16 values that way, 14.1-15.8 this way. Unless kOut is
+// kNone, each value's exp is preceded by the previous block's output at the same
+// place, from the exp value the previous block left there in e (softmax) or from
+// its x (log_softmax).
+template <int G, PrevOut kOut>
+void cols_once_group(const float* x, const float* next, const ColsGeometry& g, int64_t d0, int64_t d1, int v0,
+                     float* m, float* s, float* shift, float* e, const ColsPrev& prev) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 cm[G], old[G], sum[G];
+  const int64_t inner = g.inner, dim = g.dim, chunk = g.chunk;
+  const int nv = g.nv;
+  __m512 cm[G], old[G], sum[G], pk[G], psh[G];
   __mmask16 k[G];
   for (int i = 0; i < G; ++i) {
-    k[i] = v0 + i + 1 == nv ? last : __mmask16(0xffff);
+    k[i] = v0 + i + 1 == nv ? g.last : __mmask16(0xffff);
     old[i] = cm[i] = _mm512_load_ps(m + 16 * (v0 + i));
     sum[i] = _mm512_load_ps(s + 16 * (v0 + i));
+    if constexpr (kOut != PrevOut::kNone) {
+      pk[i] = prev.k[v0 + i];
+      psh[i] = g.log ? prev.sh[v0 + i] : pk[i];
+    }
   }
   for (int64_t d = d0; d < d1; ++d)
     for (int i = 0; i < G; ++i)
@@ -434,14 +480,28 @@ void cols_once_group(const float* x, int64_t inner, int64_t dim, int64_t d0, int
     cm[i] = cols_shift_of(cm[i]);
     _mm512_store_ps(shift + 16 * (v0 + i), cm[i]);
   }
-  // While exp runs (compute-bound), the next chunk's lines are prefetched, one per
-  // vector, so its max pass reads from cache instead of waiting on memory.
+  // While exp runs (compute-bound), the next chunk's lines (the next block's first
+  // chunk after the last) are prefetched, one per vector, so its max pass reads
+  // from cache instead of waiting on memory.
   for (int64_t d = d0; d < d1; ++d)
     for (int i = 0; i < G; ++i) {
-      const float* at = x + d * inner + 16 * (v0 + i);
-      if (d + chunk < dim) __builtin_prefetch(at + chunk * inner);
-      const __m512 ev = _mm512_maskz_mov_ps(k[i], exp16_table_nonpos(_mm512_sub_ps(_mm512_maskz_loadu_ps(k[i], at), cm[i])));
-      if (!log) _mm512_store_ps(e + (d * nv + v0 + i) * 16, ev);
+      const int64_t at = d * inner + 16 * (v0 + i);
+      if (d + chunk < dim) __builtin_prefetch(x + at + chunk * inner);
+      else if (next) __builtin_prefetch(next + at + (chunk - dim) * inner);
+      float* ev_at = e + (d * nv + v0 + i) * 16;
+      if constexpr (kOut == PrevOut::kStreamed) {
+#if EXPV == 1
+        _mm512_store_ps(prev.y + at, _mm512_mul_ps(_mm512_load_ps(ev_at), pk[i]));
+#elif EXPV == 2
+        sum[i] = _mm512_add_ps(sum[i], _mm512_mul_ps(_mm512_load_ps(ev_at), pk[i]));
+#else
+        _mm512_stream_ps(prev.y + at, _mm512_mul_ps(_mm512_load_ps(ev_at), pk[i]));
+#endif
+      }
+      else if constexpr (kOut == PrevOut::kAny)
+        cols_put(prev.y + at, prev.x + at, ev_at, k[i], pk[i], psh[i], g.log, g.stream);
+      const __m512 ev = _mm512_maskz_mov_ps(k[i], exp16_table_nonpos(_mm512_sub_ps(_mm512_maskz_loadu_ps(k[i], x + at), cm[i])));
+      if (!g.log) _mm512_store_ps(ev_at, ev);
       sum[i] = _mm512_add_ps(sum[i], ev);
     }
   for (int i = 0; i < G; ++i) _mm512_store_ps(s + 16 * (v0 + i), sum[i]);
@@ -462,107 +522,123 @@ void for_groups(int nv, Body&& body) {
   }
 }
 
-// The second pass of softmax_cols_once over one chunk of rows [d0, d1) and G of the
-// stripe's vectors from v0: y = e * f (softmax; k holds f, the chunk's factor per
-// vector) or (x - sh) - k (log_softmax; sh holds the shift, k the log sum; x - sh is
-// exact near the max, see scale_shift in softmax_row_impl.h), streamed where `stream`
-// and the vector is whole. Going down the chunk G vectors at a time, as the first
-// pass does, instead of writing whole rows one after another (a loop over all nv
-// vectors of each row), raised the rate by a fifth: [64, 1024, 256] through the
-// library, 2 threads, 43.5-44.7 GB/s against 36.6-38.0 in turn (ember-bench: 0.55
-// of the copy floor against 0.49 on average, docs/performance.md). In a harness, a
+// The last block's outputs over one chunk of rows [d0, d1) and G of the stripe's
+// vectors from v0 (see cols_put; k and sh as in ColsPrev). Going down the chunk G
+// vectors at a time, as the first pass does, instead of writing whole rows one
+// after another (a loop over all nv vectors of each row), raised the rate of the
+// output pass by a fifth when it ran for every block: [64, 1024, 256] through the
+// library, 2 threads, 43.5-44.7 GB/s against 36.6-38.0 in turn. In a harness, a
 // whole-row loop unrolled for 16 vectors got about half of that gain, and 1, 2 or 8
 // vectors at a time the same as 4.
 template <int G>
-void cols_once_out(const float* x, float* y, const float* e, int64_t inner, int nv, int64_t d0, int64_t d1, int v0,
-                   __mmask16 last, const __m512* k, const __m512* sh, bool log, bool stream) {
-  __m512 kv[G], shv[G];
-  __mmask16 mk[G];
-  bool whole = stream;  // every vector of the group streamed
-  for (int i = 0; i < G; ++i) {
-    kv[i] = k[v0 + i];
-    shv[i] = log ? sh[v0 + i] : kv[i];
-    mk[i] = v0 + i + 1 == nv ? last : __mmask16(0xffff);
-    whole = whole && mk[i] == 0xffff;
-  }
-  if (!log && whole) {  // the common case: whole vectors of a large softmax
-    for (int64_t d = d0; d < d1; ++d)
-      for (int i = 0; i < G; ++i)
-        _mm512_stream_ps(y + d * inner + 16 * (v0 + i), _mm512_mul_ps(_mm512_load_ps(e + (d * nv + v0 + i) * 16), kv[i]));
-    return;
-  }
+void cols_once_out(const float* x, float* y, const float* e, const ColsGeometry& g, int64_t d0, int64_t d1, int v0,
+                   const __m512* k, const __m512* sh) {
   for (int64_t d = d0; d < d1; ++d)
     for (int i = 0; i < G; ++i) {
-      const int64_t at = d * inner + 16 * (v0 + i);
-      const __m512 o = log ? _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk[i], x + at), shv[i]), kv[i])
-                           : _mm512_mul_ps(_mm512_load_ps(e + (d * nv + v0 + i) * 16), kv[i]);
-      if (stream && mk[i] == 0xffff) _mm512_stream_ps(y + at, o);
-      else _mm512_mask_storeu_ps(y + at, mk[i], o);
+      const int v = v0 + i;
+      const int64_t at = d * g.inner + 16 * v;
+      cols_put(y + at, x + at, e + (d * g.nv + v) * 16, v + 1 == g.nv ? g.last : __mmask16(0xffff), k[v],
+               g.log ? sh[v] : k[v], g.log, g.stream);
     }
 }
 
-// Softmax down the columns of a stripe (ColsOnceFn in softmax_row.h). The portable
-// cols_f32 makes three passes: the max (x from memory), exp into y with the sum (x
-// again, and y's lines read from memory before they are written), y scaled in place.
-// Here the first pass reads x once, a chunk of rows at a time: the chunk's max (from
-// memory), then its exp from L1 into the scratch stripe, shifted by the running max,
-// which the running sum follows (rescaled by e^(old - new) when the max grows); it
-// goes through the stripe four vectors at a time (cols_once_group). The
-// second pass scales each chunk's stored exp values by e^(its shift - final max) /
-// sum and writes y once, with streaming stores for large outputs; log_softmax
-// writes (x - max) - log sum instead and stores no exp values. One exp per value;
-// memory sees x read once and y written once. A column with a NaN gives NaN; an all
-// -inf column 0/0 = NaN, as elsewhere.
-void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int64_t w, bool log, bool stream,
-                       float* scratch) {
-  const int nv = static_cast<int>((w + 15) / 16);
-  const __mmask16 last = static_cast<__mmask16>(w % 16 ? (1u << (w % 16)) - 1 : 0xffff);
-  const int64_t chunk = cols_once_chunk(w);
-  float* e = scratch;                              // dim rows of nv vectors
-  float* chunk_shift = scratch + dim * 16 * nv;    // one row of nv vectors per chunk
+// Softmax down the columns of `blocks` stripes, `stride` floats apart (ColsOnceFn
+// in softmax_row.h). The portable cols_f32 makes three passes over each: the max
+// (x from memory), exp into y with the sum (x again, and y's lines read from
+// memory before they are written), y scaled in place. Here a block's first pass
+// reads x once, a chunk of rows at a time: the chunk's max (from memory), then its
+// exp from L1 into the scratch stripe, shifted by the running max, which the
+// running sum follows (rescaled by e^(old - new) when the max grows); it goes
+// through the stripe four vectors at a time (cols_once_group). Its output pass
+// scales each chunk's stored exp values by e^(its shift - final max) / sum and
+// writes y once, with streaming stores for large outputs; log_softmax writes (x -
+// max) - log sum instead and stores no exp values. One exp per value; memory sees x
+// read once and y written once.
+//
+// The output pass of block b runs inside block b + 1's first pass: each value's exp
+// is preceded by the previous block's output at the same place, read from the exp
+// value stored there just before it is overwritten (one scratch stripe serves both
+// blocks). Run one after the other, the first pass only read memory and the output
+// pass only wrote it, and the output pass waited on its stores: [64, 1024, 256], 2
+// threads, 46-55 GB/s, of which the output passes took 40% of the time. A column
+// with a NaN gives NaN; an all -inf column 0/0 = NaN, as elsewhere.
+void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int64_t w, int64_t blocks,
+                       int64_t stride, bool log, bool stream, float* scratch) {
+  ColsGeometry g;
+  g.dim = dim;
+  g.inner = inner;
+  g.nv = static_cast<int>((w + 15) / 16);
+  g.last = static_cast<__mmask16>(w % 16 ? (1u << (w % 16)) - 1 : 0xffff);
+  g.chunk = cols_once_chunk(w);
+  g.log = log;
+  g.stream = stream && reinterpret_cast<uintptr_t>(y) % 64 == 0 && inner % 16 == 0 && stride % 16 == 0;
+  const int nv = g.nv;
+  // e: dim rows of nv vectors, placed so that its rows start 8 lines (512 bytes)
+  // past x's in the L1's cycle of 64 sets. A group's x lines (4 a row, rows 1 KiB
+  // apart for a 256-wide stripe) use 16 of the 64 sets; e's, where they started at
+  // the same offset, used the same 16, and with the next chunk's prefetched lines
+  // overflowed their 12 ways. [64, 1024, 256], 2 threads, medians of 6 runs in
+  // turn: 67.0 GB/s against 61.1 with e where the scratch began.
+  const uintptr_t x_line = reinterpret_cast<uintptr_t>(x) / 64 % 16, s_line = reinterpret_cast<uintptr_t>(scratch) / 64 % 16;
+  float* e = scratch + (x_line + 8 + 16 - s_line) % 16 * 16;
+  float* chunk_shift = e + dim * 16 * nv;  // one row of nv vectors per chunk
   alignas(64) float mrow[16 * 16], srow[16 * 16];  // running max and sum, nv vectors
-  std::fill(mrow, mrow + 16 * nv, -std::numeric_limits<float>::infinity());
-  std::fill(srow, srow + 16 * nv, 0.0f);
-  for (int64_t d0 = 0, c = 0; d0 < dim; d0 += chunk, ++c) {
-    const int64_t d1 = std::min(dim, d0 + chunk);
-    float* shift = chunk_shift + c * nv * 16;
-    for_groups(nv, [&]<int G>(int v0) {
-      cols_once_group<G>(x, inner, dim, d0, d1, chunk, v0, nv, last, mrow, srow, shift, e, log);
-    });
-  }
-  __m512 m[16], s[16];
-  for (int v = 0; v < nv; ++v) {
-    m[v] = _mm512_load_ps(mrow + 16 * v);
-    s[v] = _mm512_load_ps(srow + 16 * v);
-  }
-  // s becomes 1/sum (softmax) or log sum (log_softmax, m the final shift).
-  for (int v = 0; v < nv; ++v) {
-    if (log) {
-      alignas(64) float ls[16];
-      _mm512_store_ps(ls, s[v]);
-      for (float& l : ls) l = std::log(l);
-      s[v] = _mm512_load_ps(ls);
-      m[v] = cols_shift_of(m[v]);
-    } else {
-      s[v] = _mm512_div_ps(_mm512_set1_ps(1.0f), s[v]);
+  // The finished block's shift and 1/sum (softmax) or log sum (log_softmax), and
+  // for softmax its factors for the chunk being written.
+  __m512 pm[16], ps[16], f[16];
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* xb = x + b * stride;
+    const float* next = b + 1 < blocks ? xb + stride : nullptr;
+    std::fill(mrow, mrow + 16 * nv, -std::numeric_limits<float>::infinity());
+    std::fill(srow, srow + 16 * nv, 0.0f);
+    for (int64_t d0 = 0, c = 0; d0 < dim; d0 += g.chunk, ++c) {
+      const int64_t d1 = std::min(dim, d0 + g.chunk);
+      float* shift = chunk_shift + c * nv * 16;
+      ColsPrev prev;
+      if (b > 0) {
+        if (!log)  // read before this block's pass overwrites the chunk's shift
+          for (int v = 0; v < nv; ++v) f[v] = _mm512_mul_ps(exp16(_mm512_sub_ps(_mm512_load_ps(shift + 16 * v), pm[v])), ps[v]);
+        prev.x = xb - stride;
+        prev.y = y + (b - 1) * stride;
+        prev.k = log ? ps : f;
+        prev.sh = pm;
+      }
+      for_groups(nv, [&]<int G>(int v0) {
+        const bool whole = v0 + G < nv || g.last == 0xffff;
+        if (b == 0) cols_once_group<G, PrevOut::kNone>(xb, next, g, d0, d1, v0, mrow, srow, shift, e, prev);
+        else if (!log && g.stream && whole)
+          cols_once_group<G, PrevOut::kStreamed>(xb, next, g, d0, d1, v0, mrow, srow, shift, e, prev);
+        else cols_once_group<G, PrevOut::kAny>(xb, next, g, d0, d1, v0, mrow, srow, shift, e, prev);
+      });
+    }
+    // pm: the final shift; ps: 1/sum (softmax) or log sum (log_softmax).
+    for (int v = 0; v < nv; ++v) {
+      pm[v] = cols_shift_of(_mm512_load_ps(mrow + 16 * v));
+      if (log) {
+        alignas(64) float ls[16];
+        _mm512_store_ps(ls, _mm512_load_ps(srow + 16 * v));
+        for (float& l : ls) l = std::log(l);
+        ps[v] = _mm512_load_ps(ls);
+      } else {
+        ps[v] = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_load_ps(srow + 16 * v));
+      }
     }
   }
-  const bool streamed = stream && reinterpret_cast<uintptr_t>(y) % 64 == 0 && inner % 16 == 0;
-  for (int64_t d0 = 0, c = 0; d0 < dim; d0 += chunk, ++c) {
-    const int64_t d1 = std::min(dim, d0 + chunk);
-    __m512 f[16];
-    if (!log)
-      for (int v = 0; v < nv; ++v) {
-        const __m512 back = _mm512_sub_ps(_mm512_load_ps(chunk_shift + (c * nv + v) * 16), cols_shift_of(m[v]));
-        f[v] = _mm512_mul_ps(exp16(back), s[v]);  // back <= 0, or NaN
-      }
-    // Four vectors at a time down the chunk's rows, as the first pass goes, not
-    // whole rows: see cols_once_out for why.
-    for_groups(nv, [&]<int G>(int v0) {
-      cols_once_out<G>(x, y, e, inner, nv, d0, d1, v0, last, log ? s : f, m, log, streamed);
-    });
+  // The last block's outputs, on their own.
+  if (blocks > 0) {
+    const float* xl = x + (blocks - 1) * stride;
+    float* yl = y + (blocks - 1) * stride;
+    for (int64_t d0 = 0, c = 0; d0 < dim; d0 += g.chunk, ++c) {
+      const int64_t d1 = std::min(dim, d0 + g.chunk);
+      if (!log)
+        for (int v = 0; v < nv; ++v) {
+          const __m512 back = _mm512_sub_ps(_mm512_load_ps(chunk_shift + (c * nv + v) * 16), pm[v]);
+          f[v] = _mm512_mul_ps(exp16(back), ps[v]);  // back <= 0, or NaN
+        }
+      for_groups(nv, [&]<int G>(int v0) { cols_once_out<G>(xl, yl, e, g, d0, d1, v0, log ? ps : f, pm); });
+    }
   }
-  if (streamed) _mm_sfence();
+  if (g.stream) _mm_sfence();
 }
 
 constexpr SoftmaxRowKernels kSet = {"avx512",
