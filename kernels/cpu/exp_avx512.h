@@ -85,19 +85,22 @@ inline __m512 exp16_pow2(__m512 x) { return exp2_16(_mm512_mul_ps(x, _mm512_set1
 // the elementwise exp): the short route above, for any argument.
 inline __m512 exp16_half(__m512 t) { return exp16_pow2(t); }
 
-// e^t for t <= 0 or NaN by a table of 2^(j/16): n = round(t * 16 / ln 2) comes from
-// one FMA onto 1.5 * 2^23 (v = 1.5 * 2^23 + n, whose low 4 mantissa bits are n mod 16,
-// the table index for vpermps, which reads only those), r = t - n ln2/16 (ln 2 / 16 in
-// two parts: n * hi is exact for |n| <= 2401), |r| <= ln2/32, so e^r - 1 = r (1 + r (1/2
-// + r / 6)) leaves 9e-9 relative out; the result is T[j] + T[j] (e^r - 1) in one FMA,
-// scaled by 2^floor(n / 16) with vscalefps (rounding once, a subnormal result
-// included). Eight instructions on the FMA pipes where exp16_nonpos takes ten:
-// 1.48-1.52 ns per 16 values in L1 on one thread against 1.76-1.80. Over every float
-// in [-104, -0], 1.07 ulp from exp at worst (exp16: 1.01); tests/kernels/test_vec_math.cpp
-// holds it to 1 ulp of the rounded reference. t below -104 is clamped there (e^-104
-// is 6.8e-46: the result is 0, as exp16's); NaN runs through (vmaxps returns its
-// second operand, then every step keeps it).
-inline __m512 exp16_table_nonpos(__m512 t) {
+// e^t for t <= 64 or NaN by a table of 2^(j/16): n = round(t * 16 / ln 2) comes from
+// one FMA onto 1.5 * 2^23 (v = 1.5 * 2^23 + n, whose low 4 mantissa bits are n mod
+// 16, the table index for vpermps, which reads only those), r = t - n ln2/16 (ln 2 /
+// 16 in two parts: n * hi is exact for |n| <= 2401, |t| <= 104), |r| <= ln2/32, so
+// e^r - 1 = r (1 + r (1/2 + r / 6)) leaves 9e-9 relative out; the result is T[j] +
+// T[j] (e^r - 1) in one FMA, scaled by 2^floor(n / 16) with vscalefps (rounding once,
+// a subnormal result included). Eight instructions on the FMA pipes where the ln 2
+// route without its upper clamp took ten: 1.48-1.52 ns per 16 values in L1 on one
+// thread against 1.76-1.80. Over every float in [-104, -0], 1.07 ulp from exp at
+// worst (exp16: 1.01); tests/kernels/test_vec_math.cpp holds it to 1 ulp of the
+// rounded reference over [-104, 64]. The softmax loops call it on x - max (never
+// positive) and the short rows' blocks on logits within [-64, 64] (their zero
+// shift). t below -104 is clamped there (e^-104 is 6.8e-46: the result is 0, as
+// exp16's); there is no upper clamp; NaN runs through (vmaxps returns its second
+// operand, then every step keeps it).
+inline __m512 exp16_table(__m512 t) {
   const __m512 table = _mm512_setr_ps(1.0f, 1.0442737340927124f, 1.0905077457427979f, 1.1387885808944702f,
                                       1.1892070770263672f, 1.2418577671051025f, 1.2968395948410034f,
                                       1.3542555570602417f, 1.4142135381698608f, 1.4768261909484863f,
@@ -113,14 +116,6 @@ inline __m512 exp16_table_nonpos(__m512 t) {
   p = _mm512_mul_ps(_mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f)), r);  // e^r - 1
   const __m512 tj = _mm512_permutexvar_ps(_mm512_castps_si512(v), table);
   return _mm512_scalef_ps(_mm512_fmadd_ps(tj, p, tj), _mm512_mul_ps(n, _mm512_set1_ps(0.0625f)));
-}
-
-// exp16 for the softmax loops' arguments x - max, which are <= 0 or NaN: no upper
-// clamp.
-inline __m512 exp16_nonpos(__m512 t) {
-  const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), t);
-  const __m512 n = exp16_n(xc);
-  return _mm512_scalef_ps(exp16_poly(exp16_reduced(xc, n)), n);
 }
 
 }  // namespace

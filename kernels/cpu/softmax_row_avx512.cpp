@@ -25,27 +25,30 @@ EMBER_ISA_BEGIN(EMBER_TARGET_AVX512)
 namespace ember::cpu::softmax_detail {
 namespace {
 
-// The softmax loops' exp policy (ExpLoop in softmax_row_impl.h) on exp16.
-struct ExpScalef {
+// The softmax loops' exp policy (ExpLoop in softmax_row_impl.h) on exp16_table
+// (exp_avx512.h), whose arguments x - max are never positive: against exp16, rows of
+// 4096 in L1 on one thread 0.162 against 0.188 ns per value (softmax), 0.167 against
+// 0.192 (log_softmax).
+struct ExpTable {
   // e[i] = exp(x[i] - m) for i in [0, n); e may be x. The last n % 16 lanes masked.
   static void shifted(const float* x, float m, float* e, int64_t n) {
     const __m512 mv = _mm512_set1_ps(m);
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(e + i, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv)));
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(e + i, exp16_table(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv)));
     if (i < n) {
       const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
-      _mm512_mask_storeu_ps(e + i, k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv)));
+      _mm512_mask_storeu_ps(e + i, k, exp16_table(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv)));
     }
   }
   // e[i] = exp(x[i] - m[i]) for i in [0, n).
   static void shifted_each(const float* x, const float* m, float* e, int64_t n) {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
-      _mm512_storeu_ps(e + i, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(m + i))));
+      _mm512_storeu_ps(e + i, exp16_table(_mm512_sub_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(m + i))));
     if (i < n) {
       const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
       const __m512 t = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, m + i));
-      _mm512_mask_storeu_ps(e + i, k, exp16(t));
+      _mm512_mask_storeu_ps(e + i, k, exp16_table(t));
     }
   }
 };
@@ -201,9 +204,11 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
     const __m512 m = m_next;
     const bool zero = zero_next;
     // exp over the block's n whole vectors, kept in e (log_softmax reads x after it,
-    // and y may be x); each row's values then read back from it. exp16_nonpos has
+    // and y may be x); each row's values then read back from it. exp16_table has
     // no upper clamp: with a zero shift its arguments reach 64, where exp16's clamp
-    // (89) would not apply either.
+    // (89) would not apply either. (Against exp16's ln 2 route without that clamp,
+    // rows of 10 in L2 on one thread: 0.212 against 0.223 ns per value for softmax,
+    // 0.270 against 0.272 for log_softmax.)
     const auto exp_block = [&]<bool kZero>() {
       const auto shifted = [&](int v) {
         const __m512 xv = _mm512_loadu_ps(xb + 16 * v);
@@ -213,12 +218,12 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
       int v = 0;
       for (; v + 4 <= n; v += 4) {
         const __m512 t0 = shifted(v), t1 = shifted(v + 1), t2 = shifted(v + 2), t3 = shifted(v + 3);
-        _mm512_store_ps(e + 16 * v, exp16_nonpos(t0));
-        _mm512_store_ps(e + 16 * v + 16, exp16_nonpos(t1));
-        _mm512_store_ps(e + 16 * v + 32, exp16_nonpos(t2));
-        _mm512_store_ps(e + 16 * v + 48, exp16_nonpos(t3));
+        _mm512_store_ps(e + 16 * v, exp16_table(t0));
+        _mm512_store_ps(e + 16 * v + 16, exp16_table(t1));
+        _mm512_store_ps(e + 16 * v + 32, exp16_table(t2));
+        _mm512_store_ps(e + 16 * v + 48, exp16_table(t3));
       }
-      for (; v < n; ++v) _mm512_store_ps(e + 16 * v, exp16_nonpos(shifted(v)));
+      for (; v < n; ++v) _mm512_store_ps(e + 16 * v, exp16_table(shifted(v)));
     };
     if (zero) exp_block.template operator()<true>();
     else exp_block.template operator()<false>();
@@ -270,7 +275,7 @@ int64_t softmax_rows16_avx512(const float* x, float* y, int64_t rows, int n, boo
 // 40 dependent instructions, so kRows rows go side by side (8 measured faster than 4
 // and than 1). Longer short rows go to the block loop.
 void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, bool log) {
-  if (n > 16) return softmax_rows_f32<ExpScalef>(x, y, rows, n, log);
+  if (n > 16) return softmax_rows_f32<ExpTable>(x, y, rows, n, log);
   const int64_t done = softmax_rows16_avx512(x, y, rows, static_cast<int>(n), log);
   x += done * n;
   y += done * n;
@@ -500,7 +505,7 @@ void cols_once_group(const float* x, const float* next, const ColsGeometry& g, i
       }
       else if constexpr (kOut == PrevOut::kAny)
         cols_put(prev.y + at, prev.x + at, ev_at, k[i], pk[i], psh[i], g.log, g.stream);
-      const __m512 ev = _mm512_maskz_mov_ps(k[i], exp16_table_nonpos(_mm512_sub_ps(_mm512_maskz_loadu_ps(k[i], x + at), cm[i])));
+      const __m512 ev = _mm512_maskz_mov_ps(k[i], exp16_table(_mm512_sub_ps(_mm512_maskz_loadu_ps(k[i], x + at), cm[i])));
       if (!g.log) _mm512_store_ps(ev_at, ev);
       sum[i] = _mm512_add_ps(sum[i], ev);
     }
@@ -642,9 +647,9 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
 }
 
 constexpr SoftmaxRowKernels kSet = {"avx512",
-                                    softmax_row_f32<ExpScalef, 64>,
+                                    softmax_row_f32<ExpTable, 64>,
                                     softmax_rows_avx512,
-                                    softmax_cols_f32<ExpScalef>,
+                                    softmax_cols_f32<ExpTable>,
                                     softmax_row_half<F16Codec>,
                                     softmax_row_half<BF16Codec>,
                                     softmax_cols_once};
