@@ -119,13 +119,14 @@ struct RowTables {
 //
 // A block is a chain: max tree, exp, sum tree, a division, the scaled stores. Run
 // one block after another, each waited on its own tree and division. So the blocks
-// are software-pipelined: while block b's exp runs, block b - 1 is stored (its
-// 1/sum ready) and block b + 1's max is taken; block b's sum comes last. The exp
-// loop goes 4 vectors at a time, the stores 2 (n is known only at run time, so the
-// compiler cannot unroll them). When the pipelining came in (rows read back with
-// vpermt2ps then, see below), rows of 10 on one thread took 2.8 against 3.4-3.6 ns a
-// row in L1, level with a copy compiled for n = 10 alone; 65536 rows from L3, with
-// the prefetch below, 195-199 against 217-220 us.
+// are software-pipelined: while block b's exp runs, block b - 2 is stored (its
+// 1/sum ready), block b + 1's max is taken and block b - 1's sum comes last (see
+// the loop for why b - 1, not b). The exp loop goes 4 vectors at a time, the stores
+// 2 (n is known only at run time, so the compiler cannot unroll them). When the
+// pipelining came in (rows read back with vpermt2ps then, see below; two stages),
+// rows of 10 on one thread took 2.8 against 3.4-3.6 ns a row in L1, level with a
+// copy compiled for n = 10 alone; 65536 rows from L3, with the prefetch below,
+// 195-199 against 217-220 us.
 // kLog: log_softmax; a template, so each of the two block loops is compiled on its own
 // (with log a run-time flag, softmax's blocks ran 2-3% slower once log_softmax's
 // took the zero route too).
@@ -139,9 +140,9 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
   std::memcpy(owner, tables.owner, sizeof owner);
   const __mmask16 k = static_cast<__mmask16>((1u << n) - 1);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  // Block b's exp values go to ebuf[b % 2] while block b - 1's wait in the other (n
-  // vectors each).
-  alignas(64) float ebuf[2][16 * 16];
+  // Block b's exp values go to ebuf[b % 3] while blocks b - 1 and b - 2's wait in the
+  // others (n vectors each).
+  alignas(64) float ebuf[3][16 * 16];
   const int64_t blocks = rows / 16;
   // Block b's shift: 0 for every row when all its 16n values lie in [-64, 64] (no
   // NaN), else each row's max, spread as tree16 leaves them (an all -inf row: 0).
@@ -194,13 +195,46 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
     }
     if (v < n) one(v);
   };
-  bool zero_next = false;
+  // Block b's sum: each row's values read back from its exp values with one masked
+  // load (lanes past n read as 0), a load port each, where picking them out of the
+  // two vectors a row spans (vpermt2ps) took a shuffle each from the pipes the exp
+  // and the trees use (one thread, rows of 10 in cache, 2.45 against 2.63 ns a row,
+  // the same bits); then the factor (softmax) or log sum (log_softmax) into
+  // pending, and the shift into pending_shift, for the stores of the next round.
+  __m512 pending = neg_inf, pending_shift = neg_inf;
+  const auto finish = [&](const float* e, __m512 m, bool zero) {
+    __m512 rv[16];
+    for (int r = 0; r < 16; ++r) rv[r] = _mm512_maskz_loadu_ps(k, e + r * n);
+    const __m512 s = tree16<false>(rv);
+    if (kLog && zero) {
+      // The block's 16 logs in one vector, where 16 library calls took over half of a
+      // log_softmax of rows of 10; on the zero route in two parts (see block_shift).
+      const Log16Parts ls = log16_parts(s);
+      pending = ls.lo;
+      pending_shift = ls.hi;
+    } else if (kLog) {
+      pending = log16(s);  // within 2 ulp of log sum, which lies in [0, log 16]
+      pending_shift = m;
+    } else {
+      pending = _mm512_div_ps(_mm512_set1_ps(1.0f), s);
+    }
+  };
+  bool zero_next = false, zero_prev = false;
   __m512 m_next = blocks > 0 ? block_shift(0, &zero_next) : neg_inf;
-  __m512 pending = neg_inf;  // block b - 1's factor (softmax) or log sum (log_softmax)
-  __m512 pending_shift = neg_inf;  // and its shift
+  __m512 m_prev = neg_inf;  // block b - 1's shift
+  // Three stages: in round b, block b's exp, block b - 1's sum (finish) and block b
+  // - 2's stores. The rows' masked loads in finish straddle the exp's 64-byte
+  // stores, which a load cannot take its data from while they wait in the store
+  // queue; read in the same round (two stages), they waited for those stores to
+  // reach the cache, and the round for them: removing the exp altogether then saved
+  // only 9% (rows of 10 in L2, one thread, log_softmax 0.249 -> 0.227 ns per value).
+  // Three stages against two there: 0.255 -> 0.234 (log_softmax), 0.212 -> 0.195
+  // (softmax); ember-bench [65536, 10], five runs of each build in turn: 53-61
+  // against 43-58 GB/s (log_softmax), 70-74 against 54-71 (softmax). Four stages
+  // (the stores a round later still, their sums two rounds old) read 0.248 and 0.182.
   for (int64_t b = 0; b < blocks; ++b) {
     const float* xb = x + b * 16 * n;
-    float* e = ebuf[b % 2];
+    float* e = ebuf[b % 3];
     const __m512 m = m_next;
     const bool zero = zero_next;
     // exp over the block's n whole vectors, kept in e (log_softmax reads x after it,
@@ -227,7 +261,7 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
     };
     if (zero) exp_block.template operator()<true>();
     else exp_block.template operator()<false>();
-    if (b > 0) store(b - 1, ebuf[(b - 1) % 2], pending, pending_shift);
+    if (b >= 2) store(b - 2, ebuf[(b - 2) % 3], pending, pending_shift);
     if (b + 1 < blocks) m_next = block_shift(b + 1, &zero_next);
     // The lines of block b + 2 (x to read, y to write) are requested while this
     // block computes: without it, each block's first loads and stores wait on L2 or L3
@@ -241,27 +275,15 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
         __builtin_prefetch(yp + 64 * l, 1);
       }
     }
-    // Each row's values read back from e with one masked load (lanes past n read as
-    // 0): a load port each, where picking them out of the two vectors a row spans
-    // (vpermt2ps) took a shuffle each from the pipes the exp and the trees use: one
-    // thread, rows of 10 in cache, 2.45 against 2.63 ns a row, the same bits.
-    __m512 rv[16];
-    for (int r = 0; r < 16; ++r) rv[r] = _mm512_maskz_loadu_ps(k, e + r * n);
-    const __m512 s = tree16<false>(rv);
-    if (kLog && zero) {
-      // The block's 16 logs in one vector, where 16 library calls took over half of a
-      // log_softmax of rows of 10; on the zero route in two parts (see block_shift).
-      const Log16Parts ls = log16_parts(s);
-      pending = ls.lo;
-      pending_shift = ls.hi;
-    } else if (kLog) {
-      pending = log16(s);  // within 2 ulp of log sum, which lies in [0, log 16]
-      pending_shift = m;
-    } else {
-      pending = _mm512_div_ps(_mm512_set1_ps(1.0f), s);
-    }
+    if (b >= 1) finish(ebuf[(b - 1) % 3], m_prev, zero_prev);
+    m_prev = m;
+    zero_prev = zero;
   }
-  if (blocks > 0) store(blocks - 1, ebuf[(blocks - 1) % 2], pending, pending_shift);
+  if (blocks >= 2) store(blocks - 2, ebuf[(blocks - 2) % 3], pending, pending_shift);
+  if (blocks >= 1) {
+    finish(ebuf[(blocks - 1) % 3], m_prev, zero_prev);
+    store(blocks - 1, ebuf[(blocks - 1) % 3], pending, pending_shift);
+  }
   return blocks * 16;
 }
 
