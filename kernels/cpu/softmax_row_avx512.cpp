@@ -144,6 +144,7 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
   // others (n vectors each).
   alignas(64) float ebuf[3][16 * 16];
   const int64_t blocks = rows / 16;
+  if (blocks == 0) return 0;
   // Block b's shift: 0 for every row when all its 16n values lie in [-64, 64] (no
   // NaN), else each row's max, spread as tree16 leaves them (an all -inf row: 0).
   // Softmax is the same for any shift; the max only keeps exp from overflowing.
@@ -232,8 +233,11 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
   // (softmax); ember-bench [65536, 10], five runs of each build in turn: 53-61
   // against 43-58 GB/s (log_softmax), 70-74 against 54-71 (softmax). Four stages
   // (the stores a round later still, their sums two rounds old) read 0.248 and 0.182.
-  for (int64_t b = 0; b < blocks; ++b) {
-    const float* xb = x + b * 16 * n;
+  // Rounds blocks and blocks + 1 only drain the pipeline (each stage's code appears
+  // once: a copy of the last rounds after the loop took 5 KB for each of softmax and
+  // log_softmax).
+  for (int64_t b = 0; b < blocks + 2; ++b) {
+    const float* xb = x + std::min(b, blocks - 1) * 16 * n;
     float* e = ebuf[b % 3];
     const __m512 m = m_next;
     const bool zero = zero_next;
@@ -259,8 +263,10 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
       }
       for (; v < n; ++v) _mm512_store_ps(e + 16 * v, exp16_table(shifted(v)));
     };
-    if (zero) exp_block.template operator()<true>();
-    else exp_block.template operator()<false>();
+    if (b < blocks) {
+      if (zero) exp_block.template operator()<true>();
+      else exp_block.template operator()<false>();
+    }
     if (b >= 2) store(b - 2, ebuf[(b - 2) % 3], pending, pending_shift);
     if (b + 1 < blocks) m_next = block_shift(b + 1, &zero_next);
     // The lines of block b + 2 (x to read, y to write) are requested while this
@@ -275,14 +281,9 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
         __builtin_prefetch(yp + 64 * l, 1);
       }
     }
-    if (b >= 1) finish(ebuf[(b - 1) % 3], m_prev, zero_prev);
+    if (b >= 1 && b <= blocks) finish(ebuf[(b - 1) % 3], m_prev, zero_prev);
     m_prev = m;
     zero_prev = zero;
-  }
-  if (blocks >= 2) store(blocks - 2, ebuf[(blocks - 2) % 3], pending, pending_shift);
-  if (blocks >= 1) {
-    finish(ebuf[(blocks - 1) % 3], m_prev, zero_prev);
-    store(blocks - 1, ebuf[(blocks - 1) % 3], pending, pending_shift);
   }
   return blocks * 16;
 }
@@ -434,8 +435,7 @@ inline __m512 cols_shift_of(__m512 m) {
 }
 
 // One stripe's geometry and output mode, the same for every block of a
-// softmax_cols_once call. `next` is the x of the block after the current one (or
-// nullptr), for the prefetches of its first chunk.
+// softmax_cols_once call.
 struct ColsGeometry {
   int64_t dim, inner, chunk;
   int nv;            // vectors per row of the stripe
@@ -454,10 +454,11 @@ struct ColsPrev {
   const __m512* sh = nullptr;
 };
 
-// How the first pass writes the previous block's outputs: not at all (the first
-// block), whole vectors of a softmax streamed (the common case, without per-vector
-// tests), or any case (log_softmax, masked last vectors, plain stores).
-enum class PrevOut { kNone, kStreamed, kAny };
+// How the first pass writes the previous block's outputs: whole vectors of a
+// softmax streamed (the common case, without per-vector tests), or any case
+// (log_softmax, masked last vectors, plain stores; none for the first block, whose
+// ColsPrev has no y).
+enum class PrevOut { kStreamed, kAny };
 
 // One value vector of an output: e * k (softmax) or (x - sh) - k (log_softmax; x -
 // sh is exact near the max, see scale_shift in softmax_row_impl.h), streamed where
@@ -476,10 +477,11 @@ inline void cols_put(float* y, const float* x, const float* e, __mmask16 mk, __m
 // (16 floats per vector) between groups; within a group they stay in registers,
 // where a loop over all of a 256-wide stripe's 16 vectors kept them on the stack
 // (three arrays of 16 vectors): one thread repeating a [1, 1024, 256] softmax took
-// 15.6-17.2 cycles per 16 values that way, 14.1-15.8 this way. Unless kOut is
-// kNone, each value's exp is preceded by the previous block's output at the same
-// place, from the exp value the previous block left there in e (softmax) or from
-// its x (log_softmax).
+// 15.6-17.2 cycles per 16 values that way, 14.1-15.8 this way. Where there is a
+// previous block (prev.y), each value's exp is preceded by its output at the same
+// place, from the exp value it left there in e (softmax) or from its x
+// (log_softmax). `next` is the x of the block after this one (or nullptr), for the
+// prefetches of its first chunk.
 template <int G, PrevOut kOut>
 void cols_once_group(const float* x, const float* next, const ColsGeometry& g, int64_t d0, int64_t d1, int v0,
                      float* m, float* s, float* shift, float* e, const ColsPrev& prev) {
@@ -492,7 +494,8 @@ void cols_once_group(const float* x, const float* next, const ColsGeometry& g, i
     k[i] = v0 + i + 1 == nv ? g.last : __mmask16(0xffff);
     old[i] = cm[i] = _mm512_load_ps(m + 16 * (v0 + i));
     sum[i] = _mm512_load_ps(s + 16 * (v0 + i));
-    if constexpr (kOut != PrevOut::kNone) {
+    pk[i] = psh[i] = _mm512_setzero_ps();
+    if (prev.y) {
       pk[i] = prev.k[v0 + i];
       psh[i] = g.log ? prev.sh[v0 + i] : pk[i];
     }
@@ -516,16 +519,9 @@ void cols_once_group(const float* x, const float* next, const ColsGeometry& g, i
       if (d + chunk < dim) __builtin_prefetch(x + at + chunk * inner);
       else if (next) __builtin_prefetch(next + at + (chunk - dim) * inner);
       float* ev_at = e + (d * nv + v0 + i) * 16;
-      if constexpr (kOut == PrevOut::kStreamed) {
-#if EXPV == 1
-        _mm512_store_ps(prev.y + at, _mm512_mul_ps(_mm512_load_ps(ev_at), pk[i]));
-#elif EXPV == 2
-        sum[i] = _mm512_add_ps(sum[i], _mm512_mul_ps(_mm512_load_ps(ev_at), pk[i]));
-#else
+      if constexpr (kOut == PrevOut::kStreamed)
         _mm512_stream_ps(prev.y + at, _mm512_mul_ps(_mm512_load_ps(ev_at), pk[i]));
-#endif
-      }
-      else if constexpr (kOut == PrevOut::kAny)
+      else if (prev.y)
         cols_put(prev.y + at, prev.x + at, ev_at, k[i], pk[i], psh[i], g.log, g.stream);
       const __m512 ev = _mm512_maskz_mov_ps(k[i], exp16_table(_mm512_sub_ps(_mm512_maskz_loadu_ps(k[i], x + at), cm[i])));
       if (!g.log) _mm512_store_ps(ev_at, ev);
@@ -535,18 +531,15 @@ void cols_once_group(const float* x, const float* next, const ColsGeometry& g, i
 }
 
 // Calls body.template operator()<G>(v0) for the stripe's nv vectors in groups of G
-// = 4 from v0 = 0, the last group 1 to 4 vectors: each pass of softmax_cols_once
-// keeps a group's state in registers.
+// = 4 from v0 = 0, then the last 0 to 3 vectors one at a time (G = 1): each pass of
+// softmax_cols_once keeps a group's state in registers. (Groups of 3 and 2 took
+// their own copies of each pass, about 5 KB, for stripes narrower than 64 columns
+// or not a multiple of 64 wide.)
 template <class Body>
 void for_groups(int nv, Body&& body) {
   int v0 = 0;
   for (; v0 + 4 <= nv; v0 += 4) body.template operator()<4>(v0);
-  switch (nv - v0) {
-    case 3: body.template operator()<3>(v0); break;
-    case 2: body.template operator()<2>(v0); break;
-    case 1: body.template operator()<1>(v0); break;
-    default: break;
-  }
+  for (; v0 < nv; ++v0) body.template operator()<1>(v0);
 }
 
 // The last block's outputs over one chunk of rows [d0, d1) and G of the stripe's
@@ -632,8 +625,7 @@ void softmax_cols_once(const float* x, float* y, int64_t dim, int64_t inner, int
       }
       for_groups(nv, [&]<int G>(int v0) {
         const bool whole = v0 + G < nv || g.last == 0xffff;
-        if (b == 0) cols_once_group<G, PrevOut::kNone>(xb, next, g, d0, d1, v0, mrow, srow, shift, e, prev);
-        else if (!log && g.stream && whole)
+        if (b > 0 && !log && g.stream && whole)
           cols_once_group<G, PrevOut::kStreamed>(xb, next, g, d0, d1, v0, mrow, srow, shift, e, prev);
         else cols_once_group<G, PrevOut::kAny>(xb, next, g, d0, d1, v0, mrow, srow, shift, e, prev);
       });
