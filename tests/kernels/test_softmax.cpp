@@ -34,7 +34,8 @@ struct Shape3 {
 const Shape3 kShapes[] = {
     {1, 1, 1},    {7, 1, 1},   {300, 10, 1}, {1000, 3, 1},  {5, 31, 1},  {5, 32, 1},   {3, 100, 1},
     {2, 4097, 1}, {600, 7, 1}, {2, 5, 17},   {3, 40, 300},  {2, 1100, 20}, {1, 7, 1000}, {4, 2, 2},
-    {2, 600, 33}, {9, 16, 1},   {33, 20, 1},   {64, 16, 1},  {48, 1, 1},  {20, 5, 1},   {40, 12, 1}};
+    {2, 600, 33}, {9, 16, 1},   {33, 20, 1},   {64, 16, 1},  {48, 1, 1},  {20, 5, 1},   {40, 12, 1},
+    {2, 40, 1000}};
 
 // softmax (or log_softmax) over dim of the (outer, dim, inner) array x, in float64.
 std::vector<double> reference(const std::vector<double>& x, Shape3 s, bool log) {
@@ -102,12 +103,16 @@ void check(Shape3 s, bool log, std::mt19937_64& rng, double rtol, bool in_place 
   std::normal_distribution<double> normal(0, 3);
   std::vector<double> v(n);
   for (double& e : v) e = static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(normal(rng)))));
-  // The first slice's first column holds a NaN, the last one is all -inf, and (when
-  // there are three or more) the middle one has logits whose exp overflows.
+  // The first slice's first column holds a NaN, the last one is all -inf (and so is
+  // the first slice's when the slices have more than one column: a stripe written
+  // while the next is read), and (when there are three or more) the middle one has
+  // logits whose exp overflows.
   if (s.dim > 1 || s.outer > 1) {
     v[0] = NAN;
     const int64_t last = s.outer - 1, col = s.inner - 1;
     for (int64_t d = 0; d < s.dim; ++d) v[(last * s.dim + d) * s.inner + col] = -INFINITY;
+    if (s.inner > 1 && s.outer > 1)
+      for (int64_t d = 0; d < s.dim; ++d) v[d * s.inner + col] = -INFINITY;
     if (s.outer >= 3)
       for (int64_t d = 0; d < s.dim; ++d) v[(1 * s.dim + d) * s.inner] += std::is_same_v<T, double> ? 1000 : 200;  // exp overflows
   }
@@ -331,6 +336,17 @@ TEST_CASE("cpu::softmax of float32 short rows in place matches float64", "[kerne
   std::mt19937_64 rng(17);
   each_level([&](int) {
     for (const Shape3 s : {Shape3{300, 10, 1}, Shape3{1000, 3, 1}, Shape3{20, 5, 1}, Shape3{64, 16, 1}, Shape3{517, 7, 1}})
+      for (bool log : {false, true}) check<float>(s, log, rng, 2e-5, true);
+  });
+}
+
+TEST_CASE("cpu::softmax of float32 down a strided dim in place matches float64", "[kernels][softmax]") {
+  // The AVX-512 loop writes a stripe's outputs while it reads the next stripe (the
+  // next outer index, or the next 256 columns of the same one): in place, the two
+  // never share a value.
+  std::mt19937_64 rng(19);
+  each_level([&](int) {
+    for (const Shape3 s : {Shape3{3, 40, 300}, Shape3{2, 40, 1000}, Shape3{4, 70, 64}})
       for (bool log : {false, true}) check<float>(s, log, rng, 2e-5, true);
   });
 }
