@@ -221,7 +221,7 @@ int64_t rows16(const float* x, float* y, int64_t rows, int n) {
     }
   };
   bool zero_next = false, zero_prev = false;
-  __m512 m_next = blocks > 0 ? block_shift(0, &zero_next) : neg_inf;
+  __m512 m_next = block_shift(0, &zero_next);
   __m512 m_prev = neg_inf;  // block b - 1's shift
   // Three stages: in round b, block b's exp, block b - 1's sum (finish) and block b
   // - 2's stores. The rows' masked loads in finish straddle the exp's 64-byte
